@@ -1,0 +1,370 @@
+"""Problem folders: the `problem.yaml` schema, loading, and errors that name file, field and fix.
+
+A problem folder (see README "Adding a problem") holds problem.yaml, statement.md, the trusted
+reference (reference.py), a baseline, one starter template per allowed language under
+templates/, and self-test submissions under solutions/<expected verdict>/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judge import exprs
+from judge.verdicts import Verdict
+
+PROBLEM_FILE = "problem.yaml"
+LANGUAGES = ("cpp", "cuda", "maca", "triton", "tilelang", "torch")
+DEVICES = ("cpu", "cuda", "maca")
+TENSOR_DTYPES = (
+    "float16", "bfloat16", "float32", "float64",
+    "int8", "uint8", "int16", "int32", "int64", "bool",
+)
+SCALAR_DTYPES = ("int32", "int64", "float32", "float64")
+BUILTIN_CHECKERS = ("allclose", "exact")
+
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Arg(_Strict):
+    """One argument of run_kernel, in call order."""
+
+    name: Identifier
+    role: Literal["input", "output", "scalar"]
+    dtype: str
+    shape: list[int | str] | None = None
+    value: int | float | str | None = None  # scalars: expression over params (default: same name)
+
+    @model_validator(mode="after")
+    def _check(self) -> Arg:
+        if self.role == "scalar":
+            if self.dtype not in SCALAR_DTYPES:
+                raise ValueError(f"scalar dtype must be one of {', '.join(SCALAR_DTYPES)}")
+            if self.shape is not None:
+                raise ValueError("a scalar has no shape: remove `shape`")
+        else:
+            if self.dtype not in TENSOR_DTYPES:
+                raise ValueError(f"tensor dtype must be one of {', '.join(TENSOR_DTYPES)}")
+            if self.shape is None:
+                raise ValueError("a tensor needs `shape`, a list of sizes or expressions")
+            if self.value is not None:
+                raise ValueError("only scalars take `value`")
+        return self
+
+
+class Tolerance(_Strict):
+    rtol: float = Field(1e-5, ge=0)
+    atol: float = Field(1e-8, ge=0)
+    matched_ratio: float = Field(0.99, gt=0, le=1)
+
+
+class Limits(_Strict):
+    compile_s: float = Field(60, gt=0)
+    run_s: float = Field(10, gt=0, description="wall time for one call of run_kernel")
+    memory_mb: int = Field(4096, gt=0)
+    output_kb: int = Field(64, gt=0, description="stdout+stderr of the submission")
+    source_kb: int = Field(256, gt=0)
+
+
+class Metrics(_Strict):
+    bytes: int | str | None = None
+    flops: int | str | None = None
+
+
+class Scoring(_Strict):
+    aggregate: Literal["total_time", "geomean"] = "total_time"
+    score: str = "100 * speedup"
+
+
+class Timing(_Strict):
+    warmup_s: float = Field(0.05, ge=0)
+    min_reps: int = Field(5, ge=3)
+    max_reps: int = Field(50, ge=3)
+    max_s: float = Field(3.0, gt=0, description="timing budget per test point")
+    target_rse: float = Field(0.01, gt=0)
+    input_sets: int = Field(2, ge=1, le=8, description="input sets rotated between timed calls")
+
+
+class TestSpec(_Strict):
+    name: str
+    params: dict[Identifier, int | float | bool | str] = {}
+    matrix: dict[Identifier, list[int | float | bool | str]] = {}
+    sample: bool = False
+    timed: bool = True
+    devices: list[Literal["cpu", "cuda", "maca"]] = list(DEVICES)
+
+
+class Rule(_Strict):
+    id: Identifier
+    message: str
+    languages: list[Literal[LANGUAGES]] = list(LANGUAGES)  # type: ignore[valid-type]
+    regex: str | None = None
+    forbid_imports: list[str] = []
+    forbid_calls: list[str] = []
+
+    @model_validator(mode="after")
+    def _check(self) -> Rule:
+        if not (self.regex or self.forbid_imports or self.forbid_calls):
+            raise ValueError("a rule needs `regex`, `forbid_imports` or `forbid_calls`")
+        if self.regex:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"`regex` does not compile: {exc}") from None
+        return self
+
+
+class ProblemSpec(_Strict):
+    title: str
+    languages: list[Literal[LANGUAGES]]  # type: ignore[valid-type]
+    signature: list[Arg]
+    reference: str = "reference.py"
+    baseline: str = "baseline.py"
+    checker: str = "allclose"
+    tolerance: Tolerance = Tolerance()
+    limits: Limits = Limits()
+    metrics: Metrics = Metrics()
+    scoring: Scoring = Scoring()
+    timing: Timing = Timing()
+    tests: list[TestSpec] = Field(min_length=1)
+    rules: list[Rule] = []
+
+
+@dataclass(frozen=True)
+class TestPoint:
+    name: str
+    params: dict[str, Any]
+    sample: bool
+    timed: bool
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ProblemIssue:
+    file: str
+    field: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.field}" if self.field else self.file
+        return f"{where}: {self.message}" + (f" (fix: {self.fix})" if self.fix else "")
+
+
+class ProblemError(Exception):
+    def __init__(self, path: Path, issues: list[ProblemIssue]):
+        self.path = path
+        self.issues = issues
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    spec: ProblemSpec
+    tests: tuple[TestPoint, ...]
+    version: str = field(compare=False)
+
+    @property
+    def slug(self) -> str:
+        return self.path.name
+
+    @property
+    def inputs(self) -> list[Arg]:
+        return [a for a in self.spec.signature if a.role == "input"]
+
+    @property
+    def outputs(self) -> list[Arg]:
+        return [a for a in self.spec.signature if a.role == "output"]
+
+    def tests_for(self, device: str) -> list[TestPoint]:
+        kind = device.split(":")[0]
+        return [t for t in self.tests if kind in t.devices]
+
+    def template_path(self, language: str) -> Path | None:
+        found = sorted((self.path / "templates").glob(f"{language}.*"))
+        return found[0] if found else None
+
+
+def _fix_for(error: dict) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "remove this key or correct its spelling"
+    if kind == "missing":
+        return "add this key"
+    if kind == "literal_error":
+        return "use one of the values listed"
+    return "see README 'Adding a problem' for the schema"
+
+
+def _field_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not str(part).startswith(("function-", "literal[", "int", "float", "str", "bool")):
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def expand_tests(spec: ProblemSpec) -> list[TestPoint]:
+    points: list[TestPoint] = []
+    for test in spec.tests:
+        keys = list(test.matrix)
+        for combo in itertools.product(*(test.matrix[k] for k in keys)) if keys else [()]:
+            params = {**test.params, **dict(zip(keys, combo))}
+            try:
+                name = test.name.format(**params)
+            except (KeyError, IndexError, ValueError):
+                name = test.name
+            points.append(TestPoint(name, params, test.sample, test.timed, tuple(test.devices)))
+    return points
+
+
+def _semantic_issues(path: Path, spec: ProblemSpec, tests: list[TestPoint]) -> list[ProblemIssue]:
+    issues: list[ProblemIssue] = []
+    file = PROBLEM_FILE
+
+    def issue(field_: str, message: str, fix: str = "") -> None:
+        issues.append(ProblemIssue(file, field_, message, fix))
+
+    names = [a.name for a in spec.signature]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        issue("signature", f"argument {dup!r} appears twice", "give every argument its own name")
+    if not any(a.role == "output" for a in spec.signature):
+        issue("signature", "run_kernel has no output", "add an argument with role: output")
+    seen: set[str] = set()
+    for t in tests:
+        if t.name in seen:
+            issue("tests", f"test point name {t.name!r} appears twice",
+                  "use '{param}' placeholders in a matrix test's name")
+        seen.add(t.name)
+        issues.extend(_test_point_issues(spec, t))
+    if not any(t.sample for t in tests):
+        issue("tests", "no sample test point", "mark at least one test point `sample: true`")
+    if not any("cpu" in t.devices for t in tests):
+        issue("tests", "no test point runs on the cpu device",
+              "add a small test point with `devices: [cpu]` so the folder validates anywhere")
+    for i, rule in enumerate(spec.rules):
+        unknown = set(rule.languages) - set(spec.languages)
+        if unknown:
+            issue(f"rules[{i}].languages", f"{sorted(unknown)} not in the problem's languages")
+    try:
+        bad = exprs.names(spec.scoring.score) - {"speedup"}
+        if bad:
+            issue("scoring.score", f"unknown names {sorted(bad)}", "use only `speedup`")
+    except exprs.ExpressionError as exc:
+        issue("scoring.score", str(exc))
+    checker = spec.checker
+    if checker not in BUILTIN_CHECKERS and not (
+        checker.endswith(".py") and (path / checker).is_file()
+    ):
+        issue("checker", f"{checker!r} is neither a built-in checker nor a file in the folder",
+              f"use one of {', '.join(BUILTIN_CHECKERS)} or the name of a .py file here")
+    for key, name in (("reference", spec.reference), ("baseline", spec.baseline)):
+        if not (path / name).is_file():
+            issues.append(ProblemIssue(name, "", "file not found", f"create it or fix `{key}`"))
+    if not (path / "statement.md").is_file():
+        issues.append(ProblemIssue("statement.md", "", "file not found", "write the statement"))
+    for lang in spec.languages:
+        if not sorted((path / "templates").glob(f"{lang}.*")):
+            issues.append(ProblemIssue(f"templates/{lang}.*", "", "no starter template",
+                                       f"add templates/{lang}.<ext> or drop {lang}"))
+    return issues
+
+
+def _test_point_issues(spec: ProblemSpec, test: TestPoint) -> list[ProblemIssue]:
+    issues = []
+    env = dict(test.params)
+    for arg in spec.signature:
+        exprs_ = arg.shape or [arg.value if arg.value is not None else arg.name]
+        for e in exprs_:
+            try:
+                exprs.evaluate(e, env)
+            except exprs.ExpressionError as exc:
+                issues.append(ProblemIssue(PROBLEM_FILE, f"signature.{arg.name}",
+                                           f"test point {test.name!r}: {exc}",
+                                           "add the parameter to the test point's params"))
+    for key in ("bytes", "flops"):
+        expr = getattr(spec.metrics, key)
+        if expr is not None:
+            try:
+                exprs.evaluate(expr, env)
+            except exprs.ExpressionError as exc:
+                issues.append(ProblemIssue(PROBLEM_FILE, f"metrics.{key}",
+                                           f"test point {test.name!r}: {exc}"))
+    return issues
+
+
+def folder_hash(path: Path) -> str:
+    """Content hash of the problem folder: the problem's version."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def load_problem(path: str | Path) -> Problem:
+    """Load and statically validate a problem folder; raise ProblemError listing every issue."""
+    path = Path(path).resolve()
+    file = path / PROBLEM_FILE
+    if not file.is_file():
+        raise ProblemError(path, [ProblemIssue(PROBLEM_FILE, "", f"not found in {path}",
+                                               "run `kjudge problem new SLUG` for a template")])
+    try:
+        raw = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        raise ProblemError(path, [ProblemIssue(PROBLEM_FILE, "", f"not valid YAML: {exc}")]) from None
+    if not isinstance(raw, dict):
+        raise ProblemError(path, [ProblemIssue(PROBLEM_FILE, "", "must be a mapping of keys")])
+    try:
+        spec = ProblemSpec.model_validate(raw)
+    except ValidationError as exc:
+        issues = [
+            ProblemIssue(PROBLEM_FILE, _field_path(err["loc"]), err["msg"], _fix_for(err))
+            for err in exc.errors()
+        ]
+        raise ProblemError(path, issues) from None
+    tests = expand_tests(spec)
+    issues = _semantic_issues(path, spec, tests)
+    issues += _solution_folder_issues(path)
+    if issues:
+        raise ProblemError(path, issues)
+    return Problem(path, spec, tuple(tests), folder_hash(path))
+
+
+def _solution_folder_issues(path: Path) -> list[ProblemIssue]:
+    solutions = path / "solutions"
+    if not solutions.is_dir():
+        return [ProblemIssue("solutions/", "", "no self-test submissions",
+                             "add solutions/AC/<file> with an accepted submission")]
+    issues = []
+    for sub in sorted(p for p in solutions.iterdir() if p.is_dir()):
+        if sub.name not in Verdict.__members__:
+            issues.append(ProblemIssue(f"solutions/{sub.name}", "", "not a verdict name",
+                                       f"use one of {', '.join(Verdict.__members__)}"))
+    if not any((solutions / "AC").glob("*")):
+        issues.append(ProblemIssue("solutions/AC/", "", "no accepted self-test submission",
+                                   "add at least one submission that must be AC"))
+    return issues
+
+
+def self_tests(problem: Problem) -> list[tuple[Verdict, Path]]:
+    solutions = problem.path / "solutions"
+    return [
+        (Verdict[sub.name], file)
+        for sub in sorted(p for p in solutions.iterdir() if p.is_dir())
+        for file in sorted(sub.iterdir())
+        if file.is_file() and not file.name.startswith(".")
+    ]

@@ -1,0 +1,39 @@
+"""Sandbox backends. Trusted code: it starts untrusted code, it never imports it.
+
+`get_sandbox("auto")` picks the strongest backend this host has (bwrap, else process).
+"""
+
+from __future__ import annotations
+
+from sandbox.base import (
+    Mount,
+    ProcessDied,
+    ProtocolError,
+    ReplyTimeout,
+    RunResult,
+    Sandbox,
+    SandboxLimits,
+    SandboxProcess,
+)
+from sandbox.bwrap import BwrapSandbox
+from sandbox.process import ProcessSandbox
+
+BACKENDS: dict[str, type[Sandbox]] = {"bwrap": BwrapSandbox, "process": ProcessSandbox}
+PREFERENCE = ("bwrap", "process")
+
+
+def get_sandbox(name: str = "auto", **options) -> Sandbox:
+    if name == "auto":
+        name = next(n for n in PREFERENCE if BACKENDS[n].available())
+    if name not in BACKENDS:
+        raise ValueError(f"unknown sandbox backend {name!r}; known: {', '.join(BACKENDS)}")
+    backend = BACKENDS[name]
+    if not backend.available():
+        raise ValueError(f"sandbox backend {name!r} is not available on this host")
+    return backend(**options) if backend is BwrapSandbox else backend()
+
+
+__all__ = [
+    "BACKENDS", "Mount", "ProcessDied", "ProtocolError", "ReplyTimeout", "RunResult", "Sandbox",
+    "SandboxLimits", "SandboxProcess", "get_sandbox",
+]

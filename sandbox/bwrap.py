@@ -1,0 +1,58 @@
+"""The `bwrap` backend (bubblewrap): no network, read-only system, private /tmp, uid 65534.
+
+Only what the run needs is visible: the system's /usr, the Python installation and its
+environment, the toolchains named in `extra_system_paths`, and the job's own mounts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandbox.base import Mount, Sandbox
+
+ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
+
+
+def python_paths() -> list[str]:
+    """The interpreter's installation and the active virtual environment."""
+    paths = {sys.base_prefix, sys.prefix, str(Path(sys.executable).parent)}
+    return sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
+
+
+class BwrapSandbox(Sandbox):
+    name = "bwrap"
+    isolates_filesystem = True
+
+    def __init__(self, extra_system_paths: Sequence[str] = (), devices: Sequence[str] = ()):
+        self.extra_system_paths = list(extra_system_paths)
+        self.devices = list(devices)  # e.g. /dev/nvidia0 for a GPU worker
+
+    @classmethod
+    def available(cls) -> bool:
+        return shutil.which("bwrap") is not None
+
+    def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
+        cmd = [
+            "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--uid", "65534", "--gid", "65534",
+            "--ro-bind", "/usr", "/usr",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        ]
+        for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32"):
+            path = Path(top)
+            if path.is_symlink():
+                cmd += ["--symlink", str(path.readlink()), top]
+            elif path.is_dir():
+                cmd += ["--ro-bind", top, top]
+        for path in [*ETC_FILES, *python_paths(), *self.extra_system_paths]:
+            if Path(path).exists():
+                cmd += ["--ro-bind", path, path]
+        for device in self.devices:
+            cmd += ["--dev-bind", device, device]
+        for mount in mounts:
+            cmd += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
+        cmd += ["--chdir", cwd.target, "--"]
+        return cmd + list(argv)

@@ -1,0 +1,115 @@
+"""Per-run control groups: a hard memory cap (MLE), a process cap (fork bombs), peak memory.
+
+Works with cgroup v2 (unified) and v1 (separate memory and pids hierarchies). Where neither is
+writable, `Cgroup.create` returns None and the backend records that limits were not applied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+PARENT = "kjudge"
+
+
+class Cgroup:
+    def __init__(self, dirs: dict[str, Path], unified: bool):
+        self.dirs = dirs  # controller -> directory ("unified" for v2)
+        self.unified = unified
+
+    @classmethod
+    def create(cls, memory_bytes: int, pids: int) -> Cgroup | None:
+        name = f"run-{uuid.uuid4().hex[:12]}"
+        try:
+            if (ROOT / "cgroup.controllers").exists():
+                return cls._create_v2(name, memory_bytes, pids)
+            return cls._create_v1(name, memory_bytes, pids)
+        except OSError:
+            return None
+
+    @classmethod
+    def _create_v2(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
+        parent = ROOT / PARENT
+        parent.mkdir(exist_ok=True)
+        (ROOT / "cgroup.subtree_control").write_text("+memory +pids")
+        (parent / "cgroup.subtree_control").write_text("+memory +pids")
+        path = parent / name
+        path.mkdir()
+        group = cls({"unified": path}, unified=True)
+        (path / "memory.max").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):
+            (path / "memory.swap.max").write_text("0")
+        (path / "pids.max").write_text(str(pids))
+        return group
+
+    @classmethod
+    def _create_v1(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
+        dirs = {}
+        for controller in ("memory", "pids"):
+            path = ROOT / controller / PARENT / name
+            path.mkdir(parents=True)
+            dirs[controller] = path
+        group = cls(dirs, unified=False)
+        (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        with contextlib.suppress(OSError):  # absent without swap accounting
+            (dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        (dirs["pids"] / "pids.max").write_text(str(pids))
+        return group
+
+    def procs_files(self) -> list[str]:
+        """Files to write the child's pid into (from preexec, before exec)."""
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def _memory_dir(self) -> Path:
+        return self.dirs["unified" if self.unified else "memory"]
+
+    def peak_bytes(self) -> int:
+        name = "memory.peak" if self.unified else "memory.max_usage_in_bytes"
+        try:
+            return int((self._memory_dir() / name).read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def oom_killed(self) -> bool:
+        try:
+            if self.unified:
+                events = (self._memory_dir() / "memory.events").read_text()
+                fields = dict(line.split() for line in events.splitlines())
+                return int(fields.get("oom_kill", 0)) > 0 or int(fields.get("max", 0)) > 0
+            return int((self._memory_dir() / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError):
+            return False
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for directory in self.dirs.values():
+            with contextlib.suppress(OSError, ValueError):
+                out.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
+        return sorted(out)
+
+    def kill_all(self) -> None:
+        for _ in range(20):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for directory in self.dirs.values():
+            for _ in range(50):
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
