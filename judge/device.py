@@ -1,0 +1,88 @@
+"""The device a judging runs on: kind, model, cache size (for the flush), peak figures."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+# Peak figures for the roofline fractions: (GB/s, dense fp16 TFLOP/s), by model name fragment.
+KNOWN_PEAKS = {
+    "H200": (4800.0, 989.0),
+    "H100 SXM": (3350.0, 989.0),
+    "H100": (2000.0, 756.0),
+    "A100": (2039.0, 312.0),
+    "L40S": (864.0, 362.0),
+    "RTX 4090": (1008.0, 165.0),
+}
+DEFAULT_LLC_BYTES = 32 * 2**20
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str  # cpu | cuda | maca
+    torch_name: str  # "cpu", "cuda:0"
+    model: str
+    cache_bytes: int  # last-level cache (CPU) or L2 (GPU)
+    arch: str | None = None  # e.g. sm_90a
+    peak_gbps: float | None = None
+    peak_tflops: float | None = None
+
+    @property
+    def flush_bytes(self) -> int:
+        return 2 * self.cache_bytes
+
+
+class DeviceUnavailable(Exception):
+    pass
+
+
+def cpu_llc_bytes() -> int:
+    best = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        best = max(best, int(text.rstrip("KMG")) * unit)
+    return best or DEFAULT_LLC_BYTES
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"
+
+
+def cuda_arch(major: int, minor: int) -> str:
+    """nvcc architecture: the 'a' variants unlock wgmma/TMA on Hopper and Blackwell."""
+    suffix = "a" if major in (9, 10, 12) else ""
+    return f"sm_{major}{minor}{suffix}"
+
+
+def detect(requested: str | None = None) -> DeviceInfo:
+    """The requested device ('cpu', 'cuda', 'cuda:1'), or the GPU when one is visible."""
+    if requested is None:
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    kind, _, index = requested.partition(":")
+    if kind == "cpu":
+        return DeviceInfo("cpu", "cpu", cpu_model(), cpu_llc_bytes())
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceUnavailable("no CUDA device is visible on this machine")
+        i = int(index or 0)
+        props = torch.cuda.get_device_properties(i)
+        peaks = next((v for k, v in KNOWN_PEAKS.items() if k in props.name), (None, None))
+        arch = os.environ.get("KJUDGE_CUDA_ARCH") or cuda_arch(props.major, props.minor)
+        return DeviceInfo("cuda", f"cuda:{i}", props.name, props.L2_cache_size, arch, *peaks)
+    if kind == "maca":
+        raise DeviceUnavailable("MACA devices are detected through the MACA build of torch, "
+                                "which this environment does not have")
+    raise DeviceUnavailable(f"unknown device {requested!r}; use cpu, cuda or cuda:N")

@@ -1,0 +1,1 @@
+"""Untrusted side: runs inside the sandbox. Imports only stdlib, torch and the language package."""

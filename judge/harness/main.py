@@ -1,0 +1,295 @@
+"""The in-sandbox harness: loads one run_kernel and serves the judge's requests over stdin/stdout.
+
+UNTRUSTED SIDE. This file runs inside the sandbox, in the same process as the contestant's code
+(or the problem's baseline), inside the contest's image. It imports only the standard library,
+torch and the language's own package, and never sees the seed, the reference outputs or the
+judge's state: it gets input files, and writes output files that the trusted side checks.
+
+Protocol: one JSON object per line. The judge writes requests to stdin; replies go to a private
+duplicate of the original stdout, while fd 1 and fd 2 both go to stderr (the submission's log).
+Requests:
+  {"op": "load", "test": T, "files": [input files], "outputs": {name: {"shape", "dtype"}}}
+  {"op": "run", "set": i, "save": path}     one checked call (poisoned outputs, inputs verified)
+  {"op": "warmup", "seconds": s, "min_calls": n}
+  {"op": "time"}                            one timed call on the next input set
+  {"op": "save", "dir": path}               outputs of the last call of every set, inputs verified
+  {"op": "exit"}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+_perf_counter_ns = time.perf_counter_ns  # captured before any contestant code is loaded
+
+import torch  # noqa: E402
+
+_DTYPES = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
+    "int32": torch.int32, "int64": torch.int64, "bool": torch.bool,
+}
+_C_SCALARS = {
+    "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double,
+}
+MAX_ERROR = 4000
+
+
+class Channel:
+    """Replies on a private copy of stdout; the contestant's prints go to stderr."""
+
+    def __init__(self) -> None:
+        self.out = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+
+    def reply(self, **message) -> None:
+        self.out.write(json.dumps(message) + "\n")
+        self.out.flush()
+
+
+class Device:
+    def __init__(self, name: str, flush_bytes: int):
+        self.name = name
+        self.torch_device = torch.device(name)
+        self.is_cuda = self.torch_device.type == "cuda"
+        if self.is_cuda:
+            torch.cuda.set_device(self.torch_device)
+            self._sync = torch.cuda.synchronize
+            self._event = torch.cuda.Event
+        self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
+                                        device=self.torch_device)
+        self.flushes = 0
+
+    def synchronize(self) -> None:
+        if self.is_cuda:
+            self._sync()
+
+    def flush_cache(self) -> None:
+        """Write the whole flush buffer (>= 2x the last-level cache) so no call starts warm."""
+        self.flushes += 1
+        self.flush_buffer.fill_(self.flushes & 0xFF)
+
+    def time_call(self, fn) -> float:
+        """Milliseconds of one call: CUDA events on GPU, a monotonic clock around a sync on CPU."""
+        self.synchronize()
+        if self.is_cuda:
+            start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+            start.record()
+            fn()
+            self._sync()  # work left on other streams must not escape the measurement
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        t0 = _perf_counter_ns()
+        fn()
+        return (_perf_counter_ns() - t0) / 1e6
+
+
+def load_python(path: str):
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, "run_kernel", None)
+    if not callable(fn):
+        raise LoadError("the source does not define a callable run_kernel")
+    return fn
+
+
+def load_native(path: str, args: list[dict]):
+    lib = ctypes.CDLL(path)
+    try:
+        fn = lib.run_kernel
+    except AttributeError:
+        raise LoadError('the library has no symbol run_kernel (declare it extern "C")') from None
+    fn.restype = None
+    fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
+                   for a in args]
+
+    def call(*values):
+        converted = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values]
+        fn(*converted)
+
+    return call
+
+
+class LoadError(Exception):
+    pass
+
+
+def poison(t: torch.Tensor) -> None:
+    """Fill an output so that an unwritten element can never pass the checker."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).min)
+
+
+class InputSet:
+    def __init__(self, file: str, args: list[dict], outputs: dict, device: torch.device):
+        data = torch.load(file, map_location=device, weights_only=True)
+        self.values: list = []
+        self.outputs: dict[str, torch.Tensor] = {}
+        self.pristine: dict[str, torch.Tensor] = {}
+        self.names = [a["name"] for a in args]
+        for arg in args:
+            name = arg["name"]
+            if arg["role"] == "output":
+                spec = outputs[name]
+                t = torch.empty(spec["shape"], dtype=_DTYPES[spec["dtype"]], device=device)
+                self.outputs[name] = t
+                self.values.append(t)
+            elif arg["role"] == "input":
+                t = data[name].to(device).contiguous()
+                self.pristine[name] = t.clone()
+                self.values.append(t)
+            else:
+                self.values.append(data[name])
+
+    def modified_inputs(self) -> list[str]:
+        inputs = {n: v for n, v in zip(self.names, self.values) if n in self.pristine}
+        return [n for n, t in inputs.items()
+                if not torch.equal(t, self.pristine[n]) and not _same_nans(t, self.pristine[n])]
+
+
+def _same_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if not a.dtype.is_floating_point:
+        return False
+    return bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
+                and torch.equal(a.isnan(), b.isnan()))
+
+
+class Harness:
+    def __init__(self, config: dict, channel: Channel):
+        self.config = config
+        self.channel = channel
+        self.args = config["args"]
+        self.device = Device(config["device"], config["flush_bytes"])
+        self.sets: list[InputSet] = []
+        self.next_set = 0
+        self.fn = None
+
+    def load_kernel(self) -> None:
+        if self.config["loader"] == "native":
+            self.fn = load_native(self.config["artifact"], self.args)
+        else:
+            self.fn = load_python(self.config["artifact"])
+
+    def call(self, inputs: InputSet) -> None:
+        self.fn(*inputs.values)
+
+    def op_load(self, msg: dict) -> dict:
+        self.sets = []
+        for file in msg["files"]:
+            self.sets.append(InputSet(file, self.args, msg["outputs"], self.device.torch_device))
+        self.next_set = 0
+        self.device.synchronize()
+        return {"ok": True}
+
+    def op_run(self, msg: dict) -> dict:
+        inputs = self.sets[msg["set"]]
+        for t in inputs.outputs.values():
+            poison(t)
+        ms = self.device.time_call(lambda: self.call(inputs))
+        modified = inputs.modified_inputs()
+        if modified:
+            return {"ok": False, "kind": "WA",
+                    "error": f"run_kernel modified its input(s) {', '.join(modified)}"}
+        _save(inputs.outputs, msg["save"])
+        return {"ok": True, "ms": ms}
+
+    def op_warmup(self, msg: dict) -> dict:
+        deadline = _perf_counter_ns() + msg["seconds"] * 1e9
+        calls = 0
+        while calls < msg["min_calls"] or _perf_counter_ns() < deadline:
+            self.op_time({})
+            calls += 1
+        return {"ok": True, "calls": calls}
+
+    def op_time(self, msg: dict) -> dict:
+        inputs = self.sets[self.next_set]
+        self.next_set = (self.next_set + 1) % len(self.sets)
+        for t in inputs.outputs.values():
+            poison(t)
+        self.device.flush_cache()
+        return {"ok": True, "ms": self.device.time_call(lambda: self.call(inputs))}
+
+    def op_save(self, msg: dict) -> dict:
+        for i, inputs in enumerate(self.sets):
+            modified = inputs.modified_inputs()
+            if modified:
+                return {"ok": False, "kind": "WA",
+                        "error": f"run_kernel modified its input(s) {', '.join(modified)} "
+                                 "during the timing run"}
+            _save(inputs.outputs, os.path.join(msg["dir"], f"{i}.pt"))
+        return {"ok": True}
+
+    def serve(self) -> None:
+        handlers = {"load": self.op_load, "run": self.op_run, "warmup": self.op_warmup,
+                    "time": self.op_time, "save": self.op_save}
+        for line in sys.stdin.buffer:
+            msg = json.loads(line)
+            if msg["op"] == "exit":
+                break
+            try:
+                reply = handlers[msg["op"]](msg)
+            except BaseException as exc:  # noqa: BLE001 - any failure of the submission is RE
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                reply = {"ok": False, "kind": "RE", "error": _format_error(exc)}
+            self.channel.reply(**reply)
+        self.channel.reply(ok=True, bye=True)
+
+
+def _save(outputs: dict[str, torch.Tensor], path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save({k: v.detach().cpu() for k, v in outputs.items()}, path)
+
+
+def _format_error(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return text[-MAX_ERROR:]
+
+
+def versions() -> dict:
+    found = {"python": sys.version.split()[0], "torch": torch.__version__}
+    for name in ("triton", "tilelang"):
+        module = sys.modules.get(name)
+        if module is not None:
+            found[name] = getattr(module, "__version__", "?")
+    if torch.cuda.is_available():
+        found["cuda_runtime"] = torch.version.cuda
+    return found
+
+
+def main() -> None:
+    channel = Channel()
+    with open(sys.argv[1]) as f:
+        config = json.load(f)
+    try:
+        harness = Harness(config, channel)
+    except BaseException as exc:  # noqa: BLE001 - the environment, not the submission
+        channel.reply(ok=False, kind="SE", error=_format_error(exc))
+        return
+    try:
+        harness.load_kernel()
+    except BaseException as exc:  # noqa: BLE001
+        kind = "CE" if isinstance(exc, (LoadError, SyntaxError, OSError)) else "RE"
+        channel.reply(ok=False, kind=kind, error=_format_error(exc))
+        return
+    channel.reply(ok=True, ready=True, versions=versions())
+    harness.serve()
+
+
+if __name__ == "__main__":
+    main()

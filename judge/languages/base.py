@@ -1,0 +1,189 @@
+"""The interface every language module implements, and the cached, sandboxed compile step.
+
+A language says which file name the source gets, how the harness loads the artifact
+(`native`: a shared library with extern "C" run_kernel; `python`: a module defining run_kernel),
+the compiler command (run in the sandbox), and the environment the harness needs at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from judge.device import DeviceInfo
+from sandbox import Mount, Sandbox, SandboxLimits
+
+BUILD_DIR = "/kj/build"
+MAX_LOG = 16 * 1024
+
+
+def cache_root() -> Path:
+    root = os.environ.get("KJUDGE_CACHE_DIR") or Path.home() / ".cache" / "kjudge"
+    return Path(root) / "compile"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    ok: bool
+    artifact: Path | None
+    log: str
+    seconds: float
+    cached: bool = False
+    key: str = ""
+    timed_out: bool = False
+
+
+class Language:
+    name: str = ""
+    extensions: tuple[str, ...] = ()
+    loader: str = "python"  # or "native"
+    devices: tuple[str, ...] = ()
+    source_name: str = "submission.py"
+
+    def toolchain_version(self) -> str:
+        return "python"
+
+    def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str] | None:
+        """The compiler command line, or None when there is nothing to compile."""
+        return None
+
+    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+        return {}
+
+    def detects(self, source: str) -> bool:
+        """Whether a .py source is meant for this language (import-based)."""
+        return False
+
+    def check_source(self, source: str) -> str | None:
+        """Static checks before compiling; a message means CE."""
+        if self.loader != "python":
+            return None
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return f"{self.source_name}:{exc.lineno}: SyntaxError: {exc.msg}"
+        except (ValueError, RecursionError) as exc:
+            return f"{self.source_name}: cannot be parsed: {exc}"
+        if not any(_binds(node, "run_kernel") for node in tree.body):
+            return f"{self.source_name}: run_kernel is not defined at module level"
+        return None
+
+    def cache_key(self, source: str, device: DeviceInfo) -> str:
+        command = self.compile_command(self.source_name, "artifact", device)
+        material = json.dumps([self.name, self.toolchain_version(), command, source])
+        return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+    def compile(self, source: str, device: DeviceInfo, sandbox: Sandbox,
+                limits: SandboxLimits, timeout_s: float) -> CompileResult:
+        started = time.monotonic()
+        problem = self.check_source(source)
+        if problem:
+            return CompileResult(False, None, problem, time.monotonic() - started)
+        key = self.cache_key(source, device)
+        entry = cache_root() / key
+        cached = _cached_artifact(entry)
+        if cached:
+            log = (entry / "log.txt").read_text()
+            return CompileResult(True, cached, log, time.monotonic() - started, True, key)
+        with tempfile.TemporaryDirectory(prefix="kjudge-build-") as tmp:
+            build = Path(tmp)
+            build.chmod(0o777)
+            (build / self.source_name).write_text(source)
+            artifact_name = "artifact.so" if self.loader == "native" else self.source_name
+            command = self.compile_command(self.source_name, artifact_name, device)
+            log, ok, timed_out = "", True, False
+            if command:
+                mount = Mount(build, BUILD_DIR, writable=True)
+                result = sandbox.run(command, mounts=[mount], cwd=mount,
+                                     env=self.runtime_env(device), limits=limits,
+                                     timeout_s=timeout_s)
+                log, timed_out = result.output[-MAX_LOG:], result.timed_out
+                ok = result.returncode == 0 and (build / artifact_name).is_file()
+                if timed_out:
+                    log += f"\ncompilation ran past {timeout_s:g} s and was stopped"
+                elif result.returncode == 0 and not ok:
+                    log += "\nthe compiler produced no output file"
+            if not ok:
+                return CompileResult(False, None, log, time.monotonic() - started, key=key,
+                                     timed_out=timed_out)
+            artifact = _store(entry, build / artifact_name, log)
+        return CompileResult(True, artifact, log, time.monotonic() - started, False, key)
+
+
+def _binds(node: ast.stmt, name: str) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name) == name for a in node.names)
+    if isinstance(node, (ast.If, ast.Try)):
+        return any(_binds(child, name) for child in node.body)
+    return False
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cached_artifact(entry: Path) -> Path | None:
+    """A cache entry is used only when complete and its artifact still has its recorded hash."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        artifact = entry / meta["artifact"]
+        if _sha256(artifact) == meta["sha256"]:
+            return artifact
+    except (OSError, ValueError, KeyError):
+        pass
+    shutil.rmtree(entry, ignore_errors=True)
+    return None
+
+
+def _store(entry: Path, built: Path, log: str) -> Path:
+    tmp = entry.with_name(entry.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(built, tmp / built.name)
+    (tmp / "log.txt").write_text(log)
+    meta = {"artifact": built.name, "sha256": _sha256(built), "created": time.time()}
+    (tmp / "meta.json").write_text(json.dumps(meta))
+    for path in (tmp, *tmp.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    try:
+        tmp.rename(entry)
+    except OSError:  # another worker stored the same key first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return entry / built.name
+
+
+@cache
+def tool_version(argv: tuple[str, ...]) -> str:
+    """A tool's version line: the 'release' line (nvcc) or the first line (gcc, mxcc)."""
+    if not shutil.which(argv[0]):
+        return "missing"
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = [line for line in out.splitlines() if line.strip()]
+    return next((line for line in lines if "release" in line), lines[0] if lines else "unknown")
+
+
+@cache
+def package_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "missing"

@@ -1,0 +1,37 @@
+"""`cuda`: CUDA C++ with the extern "C" run_kernel ABI (device pointers), built by nvcc."""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from judge.device import DeviceInfo
+from judge.languages.base import Language, tool_version
+
+DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
+
+
+class Cuda(Language):
+    name = "cuda"
+    extensions = (".cu",)
+    loader = "native"
+    devices = ("cuda",)
+    source_name = "submission.cu"
+
+    @property
+    def compiler(self) -> str:
+        return os.environ.get("KJUDGE_NVCC", "nvcc")
+
+    def toolchain_version(self) -> str:
+        return tool_version((self.compiler, "--version"))
+
+    def arch(self, device: DeviceInfo) -> str:
+        return device.arch or os.environ.get("KJUDGE_CUDA_ARCH", DEFAULT_ARCH)
+
+    def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
+        flags = shlex.split(os.environ.get("KJUDGE_NVCC_FLAGS", "-O3 -std=c++17"))
+        return [self.compiler, *flags, f"-arch={self.arch(device)}", "-shared",
+                "-Xcompiler", "-fPIC", "-o", output, source]
+
+
+LANGUAGE = Cuda()

@@ -1,0 +1,21 @@
+"""`torch`: plain PyTorch run_kernel, for baselines, references and problems that allow it."""
+
+from __future__ import annotations
+
+from judge.languages.base import Language, package_version
+
+
+class Torch(Language):
+    name = "torch"
+    extensions = (".py",)
+    devices = ("cpu", "cuda", "maca")
+    source_name = "submission.py"
+
+    def toolchain_version(self) -> str:
+        return f"torch {package_version('torch')}"
+
+    def detects(self, source: str) -> bool:
+        return True  # any other Python source
+
+
+LANGUAGE = Torch()

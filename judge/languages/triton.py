@@ -1,0 +1,33 @@
+"""`triton`: a Python module defining run_kernel over torch tensors with Triton kernels.
+
+On the CPU the harness runs Triton through its interpreter (TRITON_INTERPRET=1).
+"""
+
+from __future__ import annotations
+
+import re
+
+from judge.device import DeviceInfo
+from judge.languages.base import Language, package_version
+
+
+class Triton(Language):
+    name = "triton"
+    extensions = (".py",)
+    devices = ("cpu", "cuda", "maca")
+    source_name = "submission.py"
+
+    def toolchain_version(self) -> str:
+        return f"triton {package_version('triton')}"
+
+    def detects(self, source: str) -> bool:
+        return re.search(r"^\s*(import|from)\s+triton\b", source, re.M) is not None
+
+    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+        env = {"TRITON_CACHE_DIR": "/tmp/triton-cache"}
+        if device.kind == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+
+LANGUAGE = Triton()
