@@ -1,0 +1,449 @@
+"""One judging, end to end: rules, compile, run and check every test point, time against the
+baseline, score. Trusted code: contestant code only ever runs inside a sandboxed harness process.
+
+Overall verdict: the first non-AC test point's verdict in test order (SPEC §4). After a WA the
+remaining test points still run (the process is healthy); after RE, TLE, MLE or OLE they are not
+run. Timing happens only when every test point is AC.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+import judge
+from checkers import CheckReport, get_checker, merge
+from judge import exprs, scoring
+from judge.device import DeviceInfo
+from judge.harness import main as harness_module
+from judge.languages import Language, get_language, infer_language
+from judge.problem import Problem, TestPoint
+from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
+from judge.result import JudgeResult, TestReport
+from judge.rules import check_rules
+from judge.verdicts import Verdict, overall_verdict
+from sandbox import (
+    Mount,
+    ProtocolError,
+    ReplyTimeout,
+    Sandbox,
+    SandboxLimits,
+    SandboxProcess,
+)
+
+HARNESS_DIR = Path(harness_module.__file__).parent
+STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
+IMPLAUSIBLE_SPEEDUP = 10.0
+
+
+class SubmissionRejected(ValueError):
+    """The request itself is wrong (language not allowed, source too large): nothing was judged."""
+
+
+class NotRunnable(ValueError):
+    """The language cannot run on this device; route it to a worker that can."""
+
+
+@dataclass
+class JudgeOptions:
+    seed: int | None = None  # None: a fresh secret seed (always, outside tests)
+    timing: bool = True
+    tests: list[str] | None = None  # only these test points (self-tests, debugging)
+
+
+class RunFailure(Exception):
+    def __init__(self, verdict: Verdict, message: str):
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+
+
+@dataclass
+class Contender:
+    """One harness process (the submission or the baseline) and its job directories."""
+
+    role: str
+    proc: SandboxProcess
+    scratch: Mount
+    sandbox: Sandbox
+    versions: dict = field(default_factory=dict)
+
+    def out_path(self, *parts: str) -> str:
+        return self.sandbox.path(self.scratch, "out", *parts)
+
+    def host_out(self, *parts: str) -> Path:
+        return Path(self.scratch.host, "out", *parts)
+
+    def request(self, message: dict, timeout: float) -> dict:
+        """Send a request; turn every way the process can fail into a verdict."""
+        try:
+            reply = self.proc.request(message, timeout)
+        except ReplyTimeout:
+            self.proc.kill()
+            raise RunFailure(Verdict.TLE, f"no result within {timeout:g} s") from None
+        except ProtocolError as exc:
+            self.proc.wait(2)
+            raise self.death(str(exc)) from None
+        if self.proc.output_exceeded:
+            raise self.death("output limit exceeded")
+        if not reply.get("ok"):
+            kind = reply.get("kind", "RE")
+            raise RunFailure(Verdict[kind] if kind in Verdict.__members__ else Verdict.RE,
+                             str(reply.get("error", "")))
+        return reply
+
+    def death(self, detail: str) -> RunFailure:
+        if self.proc.output_exceeded:
+            return RunFailure(Verdict.OLE, "stdout/stderr exceeded the output limit")
+        if self.proc.memory_exceeded():
+            return RunFailure(Verdict.MLE, "memory limit exceeded")
+        tail = self.proc.log()[-2000:]
+        return RunFailure(Verdict.RE, f"{self.proc.exit_description()}; {detail}\n{tail}".strip())
+
+
+class Judging:
+    def __init__(self, problem: Problem, source: str, language: Language, device: DeviceInfo,
+                 sandbox: Sandbox, options: JudgeOptions):
+        self.problem = problem
+        self.spec = problem.spec
+        self.source = source
+        self.language = language
+        self.device = device
+        self.sandbox = sandbox
+        self.options = options
+        self.secret = options.seed if options.seed is not None else secrets.randbits(63)
+        self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-"))
+        self.workdir.chmod(0o755)
+        self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
+        self.result.applied = {
+            "device": device.torch_name, "device_model": device.model, "sandbox": sandbox.name,
+            "toolchain": language.toolchain_version(), "judge": judge.__version__,
+        }
+        self.kernel_ms = 0.0
+
+    # -- stages ----------------------------------------------------------------------------
+    def run(self) -> JudgeResult:
+        started = time.monotonic()
+        try:
+            self._run()
+        except ProblemRuntimeError as exc:
+            self.result.verdict, self.result.message = Verdict.SE, f"problem error: {exc}"
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.result.wall_s = time.monotonic() - started
+            self.result.kernel_s = self.kernel_ms / 1000
+        return self.result
+
+    def _run(self) -> None:
+        violation = check_rules(self.source, self.language.name, self.spec.rules)
+        if violation:
+            self.result.verdict, self.result.message = Verdict.RV, str(violation)
+            return
+        compiled = self._compile(self.language, self.source)
+        self.result.compile_log = compiled.log
+        if not compiled.ok:
+            self.result.verdict = Verdict.CE
+            self.result.message = "compilation failed" + (" (time limit)" if compiled.timed_out
+                                                          else "")
+            return
+        if self.device.kind not in self.language.devices:
+            raise NotRunnable(f"{self.language.name} submissions cannot run on the "
+                              f"{self.device.kind} device; they need "
+                              f"{' or '.join(self.language.devices)}")
+        tests = self._selected_tests()
+        reference = Reference(self.problem, self.device.torch_name)
+        cases = {t.name: self._cases(reference, t) for t in tests}
+        try:
+            submission = self._start("submission", self.language, compiled.artifact)
+        except RunFailure as failure:
+            self.result.verdict, self.result.message = failure.verdict, failure.message
+            self.result.tests = [self._report(t, None) for t in tests]
+            return
+        try:
+            self._check_all(submission, tests, cases)
+            verdicts = [t.verdict for t in self.result.tests if t.verdict]
+            self.result.verdict = overall_verdict(verdicts)
+            if self.result.verdict is Verdict.AC and self.options.timing:
+                self._time_all(submission, tests, cases)
+        finally:
+            self.result.peak_memory_mb = round(submission.proc.peak_memory_mb(), 1)
+            submission.proc.close()
+        self._score()
+
+    def _compile(self, language: Language, source: str):
+        limits = SandboxLimits(memory_mb=max(self.spec.limits.memory_mb, 4096), pids=512,
+                               output_bytes=256 * 1024)
+        return language.compile(source, self.device, self.sandbox, limits,
+                                self.spec.limits.compile_s)
+
+    def _selected_tests(self) -> list[TestPoint]:
+        tests = self.problem.tests_for(self.device.kind)
+        if self.options.tests is not None:
+            tests = [t for t in tests if t.name in self.options.tests]
+        if not tests:
+            raise SubmissionRejected(f"problem {self.problem.slug} has no test point for the "
+                                     f"{self.device.kind} device")
+        return tests
+
+    def _cases(self, reference: Reference, test: TestPoint) -> list[TestCase]:
+        count = self.spec.timing.input_sets if test.timed else 1
+        cases = []
+        for index in range(count):
+            case = reference.case(test, derive_seed(self.secret, test.name, index))
+            path = self.workdir / "inputs" / test.name / f"{index}.pt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({k: (v.cpu() if isinstance(v, torch.Tensor) else v)
+                        for k, v in case.inputs.items()}, path)
+            cases.append(case)
+        return cases
+
+    # -- processes -------------------------------------------------------------------------
+    def _start(self, role: str, language: Language, artifact: Path) -> Contender:
+        root = self.workdir / role
+        (root / "sub").mkdir(parents=True)
+        (root / "scratch").mkdir()
+        (root / "scratch").chmod(0o777)
+        shutil.copy2(artifact, root / "sub" / artifact.name)
+        sub = Mount(root / "sub", "/kj/sub")
+        scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
+        harness = Mount(HARNESS_DIR, "/kj/harness")
+        inputs = Mount(self.workdir / "inputs", "/kj/inputs")
+        config = {
+            "loader": language.loader,
+            "artifact": self.sandbox.path(sub, artifact.name),
+            "args": [a.model_dump() for a in self.spec.signature],
+            "device": self.device.torch_name,
+            "flush_bytes": self.device.flush_bytes,
+        }
+        (root / "sub" / "config.json").write_text(json.dumps(config))
+        argv = [sys.executable, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
+                self.sandbox.path(sub, "config.json")]
+        limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
+                               output_bytes=self.spec.limits.output_kb * 1024)
+        env = {"KJUDGE_DEVICE": self.device.kind, **language.runtime_env(self.device)}
+        proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, inputs], cwd=scratch,
+                                  env=env, limits=limits)
+        contender = Contender(role, proc, scratch, self.sandbox)
+        self.inputs_mount = inputs
+        try:
+            ready = proc.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
+        except ReplyTimeout:
+            proc.close()
+            raise RunFailure(Verdict.TLE, "loading the source did not finish in time") from None
+        except ProtocolError as exc:
+            proc.wait(2)
+            failure = contender.death(str(exc))
+            proc.close()
+            raise failure from None
+        if not ready.get("ok"):
+            proc.close()
+            kind = ready.get("kind", "RE")
+            raise RunFailure(Verdict[kind] if kind in Verdict.__members__ else Verdict.RE,
+                             str(ready.get("error", "")))
+        contender.versions = ready.get("versions", {})
+        return contender
+
+    # -- correctness -----------------------------------------------------------------------
+    def _report(self, test: TestPoint, verdict: Verdict | None, message: str = "",
+                check: CheckReport | None = None) -> TestReport:
+        report = TestReport(test.name, test.sample, verdict, message, params=dict(test.params))
+        if check is not None:
+            for key in ("matched_ratio", "max_abs_err", "max_rel_err", "mismatches", "total",
+                        "nan_count", "inf_count"):
+                setattr(report, key, getattr(check, key))
+            report.worst = [vars(w) for w in check.worst]
+            report.message = message or check.message
+        return report
+
+    def _check_all(self, sub: Contender, tests: list[TestPoint],
+                   cases: dict[str, list[TestCase]]) -> None:
+        alive = True
+        for test in tests:
+            if not alive:
+                self.result.tests.append(self._report(test, None, "not run"))
+                continue
+            try:
+                check = self._check_test(sub, test, cases[test.name])
+                verdict = Verdict.AC if check.passed else Verdict.WA
+                self.result.tests.append(self._report(test, verdict, check=check))
+            except RunFailure as failure:
+                self.result.tests.append(self._report(test, failure.verdict, failure.message))
+                alive = failure.verdict is Verdict.WA
+
+    def _load(self, who: Contender, test: TestPoint, cases: list[TestCase]) -> None:
+        files = [self.sandbox.path(self.inputs_mount, test.name, f"{i}.pt")
+                 for i in range(len(cases))]
+        who.request({"op": "load", "test": test.name, "files": files,
+                     "outputs": cases[0].output_specs}, STARTUP_GRACE_S)
+
+    def _check_test(self, sub: Contender, test: TestPoint, cases: list[TestCase]) -> CheckReport:
+        self._load(sub, test, cases)
+        reports = []
+        for index, case in enumerate(cases):
+            reply = sub.request({"op": "run", "set": index,
+                                 "save": sub.out_path(test.name, f"check{index}.pt")},
+                                self.spec.limits.run_s)
+            self.kernel_ms += reply.get("ms", 0.0)
+            reports.append(self._compare(sub.host_out(test.name, f"check{index}.pt"), case))
+        return next((r for r in reports if not r.passed), reports[0])
+
+    def _compare(self, path: Path, case: TestCase) -> CheckReport:
+        """Check an output file written by the sandboxed side against the expected outputs."""
+        limit = sum(t.numel() * t.element_size() for t in case.expected.values()) * 2 + 2**16
+        if not path.is_file() or path.stat().st_size > limit:
+            raise RunFailure(Verdict.WA, "the outputs were not written back as expected")
+        try:
+            outputs = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # forged or truncated file
+            raise RunFailure(Verdict.WA, f"unreadable outputs: {exc}") from None
+        checker = get_checker(self.spec.checker, self.problem.path)
+        tol = self.spec.tolerance
+        reports = {
+            name: checker(outputs.get(name), expected, rtol=tol.rtol, atol=tol.atol,
+                          matched_ratio=tol.matched_ratio)
+            for name, expected in case.expected.items()
+        }
+        return merge(reports, tol.matched_ratio)
+
+    # -- timing ----------------------------------------------------------------------------
+    def _time_all(self, sub: Contender, tests: list[TestPoint],
+                  cases: dict[str, list[TestCase]]) -> None:
+        baseline_path = self.problem.path / self.spec.baseline
+        baseline_lang = infer_language(baseline_path, baseline_path.read_text())
+        compiled = self._compile(baseline_lang, baseline_path.read_text())
+        if not compiled.ok:
+            raise ProblemRuntimeError(f"the baseline does not compile:\n{compiled.log}")
+        try:
+            base = self._start("baseline", baseline_lang, compiled.artifact)
+        except RunFailure as failure:
+            raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") from None
+        self.result.applied["versions"] = sub.versions
+        try:
+            reports = {r.name: r for r in self.result.tests}
+            for test in tests:
+                if not test.timed:
+                    continue
+                try:
+                    self._time_test(sub, base, test, cases[test.name], reports[test.name])
+                except RunFailure as failure:
+                    if failure.verdict is Verdict.SE:
+                        raise ProblemRuntimeError(failure.message) from None
+                    report = reports[test.name]
+                    report.verdict, report.message = failure.verdict, (
+                        f"during the timing run: {failure.message}")
+                    self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
+                                                           if t.verdict])
+                    return
+        finally:
+            base.proc.close()
+
+    def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
+                   cases: list[TestCase], report: TestReport) -> None:
+        timing, run_s = self.spec.timing, self.spec.limits.run_s
+        pair = [sub, base]
+        for who in pair:
+            self._load(who, test, cases)
+            self._guard(who, lambda w=who: w.request(
+                {"op": "warmup", "seconds": timing.warmup_s, "min_calls": 2},
+                timing.warmup_s + 3 * run_s))
+        samples: dict[str, list[float]] = {"submission": [], "baseline": []}
+        started = time.monotonic()
+        while True:
+            random.shuffle(pair)  # interleaved, in a random order within each round
+            for who in pair:
+                reply = self._guard(who, lambda w=who: w.request({"op": "time"}, run_s))
+                samples[who.role].append(reply["ms"])
+                self.kernel_ms += reply["ms"]
+            n = len(samples["submission"])
+            if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
+                break
+            if all(scoring.converged(s, timing.target_rse, timing.min_reps)
+                   for s in samples.values()):
+                break
+        for who in (sub, base):
+            out_dir = who.out_path(test.name, "timed")
+            self._guard(who, lambda w=who, d=out_dir: w.request({"op": "save", "dir": d},
+                                                                 STARTUP_GRACE_S))
+        for who in (sub, base):
+            for index, case in enumerate(cases):
+                check = self._compare(who.host_out(test.name, "timed", f"{index}.pt"), case)
+                if not check.passed:
+                    if who is base:
+                        raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}: "
+                                                     f"{check.message}")
+                    raise RunFailure(Verdict.WA, "the outputs of the last timed call differ "
+                                                 f"from the reference: {check.message}")
+        self._fill_timing(report, test, scoring.Stats.of(samples["submission"]),
+                          scoring.Stats.of(samples["baseline"]))
+
+    @staticmethod
+    def _guard(who: Contender, call):
+        """Failures of the baseline are the judge's problem (SE), never the contestant's."""
+        try:
+            return call()
+        except RunFailure as failure:
+            if who.role == "baseline":
+                raise RunFailure(Verdict.SE, f"baseline failed: {failure.message}") from None
+            raise
+
+    def _fill_timing(self, report: TestReport, test: TestPoint, sub: scoring.Stats,
+                     base: scoring.Stats) -> None:
+        report.time_ms, report.baseline_ms = sub.median, base.median
+        report.speedup = scoring.speedup(base.median, sub.median)
+        report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
+        report.samples = sub.n
+        seconds = sub.median / 1000
+        metrics = self.spec.metrics
+        if metrics.bytes is not None and seconds > 0:
+            report.gbps = float(exprs.evaluate(metrics.bytes, test.params)) / seconds / 1e9
+            if self.device.peak_gbps:
+                report.peak_bandwidth_fraction = report.gbps / self.device.peak_gbps
+        if metrics.flops is not None and seconds > 0:
+            report.tflops = float(exprs.evaluate(metrics.flops, test.params)) / seconds / 1e12
+            if self.device.peak_tflops:
+                report.peak_flops_fraction = report.tflops / self.device.peak_tflops
+        if report.speedup > IMPLAUSIBLE_SPEEDUP:
+            self.result.flags.append(f"{test.name}: speedup {report.speedup:.1f}x is "
+                                     f"implausibly high; check by hand")
+
+    # -- score -----------------------------------------------------------------------------
+    def _score(self) -> None:
+        timed = [t for t in self.result.tests if t.time_ms is not None]
+        if not timed:
+            return
+        subs, bases = [t.time_ms for t in timed], [t.baseline_ms for t in timed]
+        self.result.time_ms, self.result.baseline_ms = sum(subs), sum(bases)
+        if self.result.verdict is not Verdict.AC:
+            return
+        speedup = scoring.aggregate(self.spec.scoring.aggregate, bases, subs)
+        self.result.speedup = speedup
+        self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
+            speedup) else 0.0
+
+
+def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,
+                 filename: str = "submission", device: DeviceInfo, sandbox: Sandbox,
+                 options: JudgeOptions | None = None) -> JudgeResult:
+    """Judge one source against a problem. Raises SubmissionRejected / NotRunnable on bad input."""
+    if isinstance(language, str):
+        language = get_language(language)
+    if language is None:
+        language = infer_language(Path(filename), source)
+    if language.name not in problem.spec.languages:
+        raise SubmissionRejected(f"{language.name} is not allowed for {problem.slug}; allowed: "
+                                 f"{', '.join(problem.spec.languages)}")
+    size_kb = len(source.encode()) / 1024
+    if size_kb > problem.spec.limits.source_kb:
+        raise SubmissionRejected(f"the source is {size_kb:.0f} KiB; the limit is "
+                                 f"{problem.spec.limits.source_kb} KiB")
+    return Judging(problem, source, language, device, sandbox, options or JudgeOptions()).run()

@@ -1,0 +1,111 @@
+"""The trusted side of a test point: inputs from the secret seed, expected outputs from the reference.
+
+Runs in the judge's process, which never runs contestant code. The problem's reference.py defines
+    make_inputs(params, generator, device) -> {input name: tensor}
+    reference(**inputs_and_scalars) -> {output name: tensor} (or one tensor for one output)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from judge import exprs
+from judge.problem import Problem, TestPoint
+
+
+class ProblemRuntimeError(Exception):
+    """The problem's own code misbehaved: a judging error (SE), never the contestant's fault."""
+
+
+@dataclass
+class TestCase:
+    """One input set of a test point: what the submission gets and what it must produce."""
+
+    inputs: dict[str, torch.Tensor | int | float]  # tensors and scalars, by argument name
+    expected: dict[str, torch.Tensor]  # on the CPU
+    output_specs: dict[str, dict]  # name -> {"shape": [...], "dtype": "..."}
+
+
+def load_module(path: Path) -> ModuleType:
+    name = f"kjudge_problem_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def derive_seed(secret: int, test: str, index: int) -> int:
+    digest = hashlib.sha256(f"{secret}:{test}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+class Reference:
+    def __init__(self, problem: Problem, device: str):
+        self.problem = problem
+        self.device = torch.device(device)
+        try:
+            self.module = load_module(problem.path / problem.spec.reference)
+        except Exception as exc:
+            raise ProblemRuntimeError(f"{problem.spec.reference} failed to import: {exc}") from exc
+        for fn in ("make_inputs", "reference"):
+            if not callable(getattr(self.module, fn, None)):
+                raise ProblemRuntimeError(f"{problem.spec.reference} does not define {fn}()")
+
+    def scalars(self, test: TestPoint) -> dict[str, int | float]:
+        values = {}
+        for arg in self.problem.spec.signature:
+            if arg.role == "scalar":
+                value = exprs.evaluate(arg.value if arg.value is not None else arg.name,
+                                       test.params)
+                values[arg.name] = int(value) if arg.dtype.startswith("int") else float(value)
+        return values
+
+    def output_specs(self, test: TestPoint) -> dict[str, dict]:
+        return {
+            a.name: {"shape": [int(exprs.evaluate(s, test.params)) for s in a.shape],
+                     "dtype": a.dtype}
+            for a in self.problem.outputs
+        }
+
+    def case(self, test: TestPoint, seed: int) -> TestCase:
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        try:
+            tensors = self.module.make_inputs(dict(test.params), generator, self.device)
+        except Exception as exc:
+            raise ProblemRuntimeError(f"make_inputs failed on {test.name}: {exc!r}") from exc
+        inputs = {**{a.name: tensors.get(a.name) for a in self.problem.inputs},
+                  **self.scalars(test)}
+        for arg in self.problem.inputs:
+            self._check_tensor("make_inputs", test, arg.name, inputs[arg.name], arg.dtype,
+                               [int(exprs.evaluate(s, test.params)) for s in arg.shape])
+        specs = self.output_specs(test)
+        args = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
+        try:
+            with torch.no_grad():
+                result = self.module.reference(**args)
+        except Exception as exc:
+            raise ProblemRuntimeError(f"reference failed on {test.name}: {exc!r}") from exc
+        if isinstance(result, torch.Tensor) and len(specs) == 1:
+            result = {next(iter(specs)): result}
+        expected = {}
+        for name, spec in specs.items():
+            value = result.get(name) if isinstance(result, dict) else None
+            self._check_tensor("reference", test, name, value, spec["dtype"], spec["shape"])
+            expected[name] = value.detach().to("cpu")
+        return TestCase(inputs, expected, specs)
+
+    @staticmethod
+    def _check_tensor(where: str, test: TestPoint, name: str, value, dtype: str,
+                      shape: list[int]) -> None:
+        if not isinstance(value, torch.Tensor):
+            raise ProblemRuntimeError(f"{where} gave no tensor {name!r} on {test.name}")
+        if str(value.dtype).removeprefix("torch.") != dtype or list(value.shape) != shape:
+            raise ProblemRuntimeError(
+                f"{where} gave {name!r} as {value.dtype} {list(value.shape)} on {test.name}; "
+                f"problem.yaml declares {dtype} {shape}")
