@@ -1,0 +1,13 @@
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sub_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(c_ptr + offsets, tl.load(a_ptr + offsets, mask=mask) - tl.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+def run_kernel(a, b, c, n):
+    sub_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
