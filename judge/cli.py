@@ -1,0 +1,180 @@
+"""`kjudge`: judge locally with the server's own harness, validate and scaffold problems, compare.
+
+Exit codes: 0 accepted / fine, 1 any other verdict / a failure or regression, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from judge import report
+from judge.device import DeviceUnavailable, detect
+from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
+from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.problem import ProblemError, load_problem
+from sandbox import BACKENDS, get_sandbox
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(Exception):
+    pass
+
+
+def problems_root() -> Path:
+    return Path(os.environ.get("KJUDGE_PROBLEMS", "problems"))
+
+
+def _load(path: str):
+    try:
+        return load_problem(path)
+    except ProblemError as exc:
+        raise BadInput(f"invalid problem {exc.path}:\n" + "\n".join(f"  {i}" for i in exc.issues))
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    problem = _load(args.problem)
+    source_path = Path(args.source)
+    if not source_path.is_file():
+        raise BadInput(f"no such file: {source_path}")
+    source = source_path.read_text(errors="replace")
+    try:
+        language = get_language(args.lang) if args.lang else infer_language(source_path, source)
+        device = detect(args.device)
+        sandbox = get_sandbox(args.sandbox)
+        options = JudgeOptions(seed=args.seed, timing=not args.no_timing)
+        result = judge_source(problem, source, language=language, device=device,
+                              sandbox=sandbox, options=options)
+    except (UnknownLanguage, DeviceUnavailable, SubmissionRejected, NotRunnable, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    if args.csv:
+        report.write_csv(result, Path(args.csv))
+    print(report.to_json(result) if args.json else report.table(result))
+    return EXIT_OK if result.accepted else EXIT_FAIL
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from judge.selftest import run_self_tests
+
+    failed = False
+    device = detect(args.device)
+    sandbox = get_sandbox(args.sandbox)
+    for path in args.paths:
+        try:
+            problem = load_problem(path)
+        except ProblemError as exc:
+            print(f"{exc.path}: INVALID")
+            for issue in exc.issues:
+                print(f"  {issue}")
+            failed = True
+            continue
+        print(f"{problem.path}: schema ok ({len(problem.tests)} test points, version "
+              f"{problem.version}); self-tests on {device.torch_name}:")
+        if args.schema_only:
+            continue
+        for outcome in run_self_tests(problem, device, sandbox):
+            got = outcome.got.value if outcome.got else "-"
+            print(f"  {outcome.status:<4} expected {outcome.expected.value:<3} got {got:<3} "
+                  f"{outcome.path}  {outcome.wall_s:.1f} s  {outcome.detail}".rstrip())
+            failed = failed or outcome.status == "FAIL"
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    root = Path(args.dir)
+    print(f"{'slug':<20} {'title':<28} {'tests':>5}  languages")
+    for folder in sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()):
+        try:
+            problem = load_problem(folder)
+        except ProblemError as exc:
+            print(f"{folder.name:<20} INVALID: {len(exc.issues)} issue(s); run kjudge problem "
+                  "validate")
+            continue
+        print(f"{problem.slug:<20} {problem.spec.title[:28]:<28} {len(problem.tests):>5}  "
+              f"{', '.join(problem.spec.languages)}")
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from judge.scaffold import new_problem
+
+    try:
+        path = new_problem(args.slug, Path(args.dir))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    print(f"created {path}; edit problem.yaml, then run: kjudge problem validate {path}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        base = json.loads(Path(args.baseline).read_text())
+        cand = json.loads(Path(args.candidate).read_text())
+        rows = report.compare(base, cand, args.fail_on_regression)
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"cannot compare: {exc}") from None
+    print(report.compare_markdown(rows))
+    return report.compare_exit_code(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kjudge", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def device_and_sandbox(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--device", help="cpu, cuda or cuda:N (default: the GPU if visible)")
+        p.add_argument("--sandbox", default="auto", choices=["auto", *BACKENDS])
+
+    j = sub.add_parser("judge", help="judge a source against a problem folder")
+    j.add_argument("problem", help="problem folder")
+    j.add_argument("source", help="the run_kernel source file")
+    j.add_argument("--lang", choices=sorted(LANGUAGES))
+    j.add_argument("--json", action="store_true", help="print the full record as JSON")
+    j.add_argument("--csv", metavar="FILE", help="write schema-v1 CSV rows")
+    j.add_argument("--no-timing", action="store_true", help="check correctness only")
+    j.add_argument("--seed", type=int, help=argparse.SUPPRESS)  # reproduce a judging locally
+    device_and_sandbox(j)
+    j.set_defaults(func=cmd_judge)
+
+    c = sub.add_parser("compare", help="compare two `kjudge judge --json` records")
+    c.add_argument("baseline")
+    c.add_argument("candidate")
+    c.add_argument("--fail-on-regression", type=float, default=5.0, metavar="PCT")
+    c.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("problem", help="problem folders").add_subparsers(dest="action",
+                                                                         required=True)
+    v = p.add_parser("validate", help="check schema and self-test submissions")
+    v.add_argument("paths", nargs="+")
+    v.add_argument("--schema-only", action="store_true")
+    device_and_sandbox(v)
+    v.set_defaults(func=cmd_validate)
+    ls = p.add_parser("list", help="list the problems in a folder")
+    ls.add_argument("--dir", default=str(problems_root()))
+    ls.set_defaults(func=cmd_list)
+    n = p.add_parser("new", help="scaffold a problem folder")
+    n.add_argument("slug")
+    n.add_argument("--dir", default=str(problems_root()))
+    n.set_defaults(func=cmd_new)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BadInput as exc:
+        print(f"kjudge: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""`kjudge problem validate`: schema, then every self-test submission against its expected verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from judge.device import DeviceInfo
+from judge.languages import UnknownLanguage, infer_language
+from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.problem import Problem, self_tests
+from judge.verdicts import Verdict
+from sandbox import Sandbox
+
+# Verdicts decided before anything runs: checkable on any device.
+STATIC_VERDICTS = (Verdict.CE, Verdict.RV)
+
+
+@dataclass
+class SelfTestOutcome:
+    path: Path
+    expected: Verdict
+    got: Verdict | None
+    status: str  # ok | FAIL | skip
+    detail: str = ""
+    wall_s: float = 0.0
+
+
+def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox) -> list[SelfTestOutcome]:
+    outcomes = []
+    timed_once = False
+    for expected, path in self_tests(problem):
+        rel = path.relative_to(problem.path)
+        source = path.read_text()
+        try:
+            language = infer_language(path, source)
+        except UnknownLanguage as exc:
+            outcomes.append(SelfTestOutcome(rel, expected, None, "FAIL", str(exc)))
+            continue
+        if device.kind not in language.devices and expected not in STATIC_VERDICTS:
+            outcomes.append(SelfTestOutcome(rel, expected, None, "skip",
+                                            f"{language.name} needs a {'/'.join(language.devices)} "
+                                            "device"))
+            continue
+        if language.toolchain_version() == "missing":
+            outcomes.append(SelfTestOutcome(rel, expected, None, "skip",
+                                            f"the {language.name} toolchain is not installed"))
+            continue
+        # One accepted submission per problem is timed, which also proves the baseline runs.
+        timing = expected is Verdict.AC and not timed_once
+        timed_once = timed_once or timing
+        try:
+            result = judge_source(problem, source, language=language, device=device,
+                                  sandbox=sandbox, options=JudgeOptions(timing=timing))
+        except NotRunnable as exc:
+            outcomes.append(SelfTestOutcome(rel, expected, None, "skip", str(exc)))
+            continue
+        except SubmissionRejected as exc:
+            outcomes.append(SelfTestOutcome(rel, expected, None, "FAIL", str(exc)))
+            continue
+        status = "ok" if result.verdict is expected else "FAIL"
+        detail = "" if status == "ok" else (result.message or _first_failure(result))[:300]
+        if result.verdict is Verdict.SE:
+            detail = result.message
+        outcomes.append(SelfTestOutcome(rel, expected, result.verdict, status, detail,
+                                        result.wall_s))
+    return outcomes
+
+
+def _first_failure(result) -> str:
+    for t in result.tests:
+        if t.verdict is not None and t.verdict is not Verdict.AC:
+            return f"{t.name}: {t.message.strip()}"
+    return ""

@@ -1,0 +1,3 @@
+extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
+    for (int i = 0; i < n; ++i) c[i] = a[i] + b[i]
+}
