@@ -33,7 +33,8 @@ def _load(path: str):
     try:
         return load_problem(path)
     except ProblemError as exc:
-        raise BadInput(f"invalid problem {exc.path}:\n" + "\n".join(f"  {i}" for i in exc.issues))
+        issues = "\n".join(f"  {i}" for i in exc.issues)
+        raise BadInput(f"invalid problem {exc.path}:\n{issues}") from None
 
 
 def cmd_judge(args: argparse.Namespace) -> int:

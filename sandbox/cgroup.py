@@ -81,7 +81,10 @@ class Cgroup:
                 events = (self._memory_dir() / "memory.events").read_text()
                 fields = dict(line.split() for line in events.splitlines())
                 return int(fields.get("oom_kill", 0)) > 0 or int(fields.get("max", 0)) > 0
-            return int((self._memory_dir() / "memory.failcnt").read_text()) > 0
+            control = (self._memory_dir() / "memory.oom_control").read_text()
+            fields = dict(line.split() for line in control.splitlines())
+            return int(fields.get("oom_kill", 0)) > 0 or int(
+                (self._memory_dir() / "memory.failcnt").read_text()) > 0
         except (OSError, ValueError):
             return False
 

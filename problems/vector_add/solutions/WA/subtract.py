@@ -6,7 +6,9 @@ import triton.language as tl
 def sub_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
-    tl.store(c_ptr + offsets, tl.load(a_ptr + offsets, mask=mask) - tl.load(b_ptr + offsets, mask=mask), mask=mask)
+    a = tl.load(a_ptr + offsets, mask=mask)
+    b = tl.load(b_ptr + offsets, mask=mask)
+    tl.store(c_ptr + offsets, a - b, mask=mask)
 
 
 def run_kernel(a, b, c, n):

@@ -1,0 +1,110 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PROBLEMS
+
+VA = PROBLEMS / "vector_add"
+
+
+def kjudge(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "judge.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def test_judge_accepted_prints_a_table_and_exits_0():
+    out = kjudge("judge", VA, VA / "solutions/AC/loop.cpp")
+    assert out.returncode == 0, out.stderr
+    assert "verdict AC" in out.stdout and "n100003" in out.stdout
+
+
+def test_judge_json_and_csv(tmp_path):
+    csv_file = tmp_path / "run.csv"
+    out = kjudge("judge", VA, VA / "solutions/WA/off_by_one.cpp", "--json", "--csv", csv_file)
+    assert out.returncode == 1
+    data = json.loads(out.stdout)
+    for key in ("verdict", "score", "speedup", "language", "compile_log", "time_ms",
+                "peak_memory_mb", "tests"):
+        assert key in data
+    assert data["verdict"] == "WA" and data["language"] == "cpp"
+    for key in ("name", "verdict", "matched_ratio", "max_abs_err", "max_rel_err", "time_ms",
+                "baseline_ms", "speedup"):
+        assert key in data["tests"][0]
+    rows = csv_file.read_text().splitlines()
+    assert rows[0].startswith("schema_version,api,language,case,n,status,time_ms")
+    assert rows[1].startswith("1,vector_add,cpp,tiny,7,failed") and ",WA," in rows[1]
+
+
+@pytest.mark.parametrize("args", [
+    ("judge", VA, "missing.cpp"),
+    ("judge", VA, VA / "solutions/AC/loop.cpp", "--lang", "maca"),
+    ("judge", PROBLEMS, VA / "solutions/AC/loop.cpp"),
+    ("judge", VA, VA / "statement.md"),
+    ("judge", VA, VA / "templates/cuda.cu", "--device", "cpu"),
+    ("judge", VA, VA / "solutions/AC/loop.cpp", "--device", "tpu"),
+])
+def test_bad_input_exits_2(args):
+    out = kjudge(*args)
+    assert out.returncode == 2 and out.stderr.startswith("kjudge: ")
+
+
+def test_compile_error_exits_1_and_shows_the_log():
+    out = kjudge("judge", VA, VA / "solutions/CE/missing_semicolon.cpp")
+    assert out.returncode == 1 and "verdict CE" in out.stdout and "error" in out.stdout
+
+
+def record(name, tests):
+    return {"tests": [{"name": n, "verdict": v, "time_ms": t} for n, v, t in tests]}
+
+
+def test_compare_exit_codes(tmp_path):
+    base = record("a", [("t1", "AC", 1.0), ("t2", "AC", 1.0), ("t3", "WA", None),
+                        ("t4", "AC", 1.0), ("t5", "WA", None)])
+    same = record("b", [("t1", "AC", 1.01), ("t2", "AC", 0.5), ("t3", "AC", 1.0),
+                        ("t5", "WA", None), ("t6", "AC", 2.0)])
+    worse = record("c", [("t1", "AC", 1.5), ("t2", "RE", None)])
+    dup = record("d", [("t1", "AC", 1.0), ("t1", "AC", 1.0)])
+    files = {}
+    for name, data in {"base": base, "same": same, "worse": worse, "dup": dup}.items():
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps(data))
+    fine = kjudge("compare", files["base"], files["same"])
+    assert fine.returncode == 0
+    for status in ("compared", "recovered", "missing", "both_failed", "new"):
+        assert status in fine.stdout
+    bad = kjudge("compare", files["base"], files["worse"], "--fail-on-regression", "10")
+    assert bad.returncode == 1 and "regression" in bad.stdout and "candidate_failed" in bad.stdout
+    assert kjudge("compare", files["base"], files["dup"]).returncode == 2
+    assert kjudge("compare", files["base"], tmp_path / "nope.json").returncode == 2
+
+
+def test_problem_new_validates_and_lists(tmp_path):
+    out = kjudge("problem", "new", "my_op", "--dir", tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert kjudge("problem", "new", "my_op", "--dir", tmp_path).returncode == 2
+    assert kjudge("problem", "new", "Bad-Slug", "--dir", tmp_path).returncode == 2
+    validate = kjudge("problem", "validate", tmp_path / "my_op")
+    assert validate.returncode == 0, validate.stdout + validate.stderr
+    assert "FAIL" not in validate.stdout and "ok   expected AC" in validate.stdout
+    listing = kjudge("problem", "list", "--dir", tmp_path)
+    assert "my_op" in listing.stdout
+
+
+def test_validate_fails_when_a_self_test_gets_another_verdict(tmp_path):
+    kjudge("problem", "new", "broken", "--dir", tmp_path)
+    folder = tmp_path / "broken"
+    (folder / "solutions/AC/loop.cpp").rename(folder / "solutions/WA/loop.cpp")
+    (folder / "solutions/AC/triton_add.py").rename(folder / "solutions/WA/triton_add.py")
+    (folder / "solutions/AC").rmdir()
+    (folder / "solutions/AC").mkdir()
+    (folder / "solutions/AC/off.cpp").write_text(
+        (folder / "solutions/WA/off_by_one.cpp").read_text())
+    out = kjudge("problem", "validate", folder)
+    assert out.returncode == 1 and "FAIL expected AC  got WA" in out.stdout
+
+
+def test_validate_reports_schema_errors():
+    out = kjudge("problem", "validate", PROBLEMS)
+    assert out.returncode == 1 and "INVALID" in out.stdout and "problem.yaml" in out.stdout

@@ -1,0 +1,99 @@
+"""Compile steps through the real toolchains: g++, nvcc (compile only), a fake mxcc."""
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from judge.device import DeviceInfo
+from judge.languages import UnknownLanguage, get_language, infer_language
+from sandbox import SandboxLimits
+
+LIMITS = SandboxLimits(memory_mb=4096, pids=512)
+ADD_CU = (Path(__file__).parents[1] / "problems/vector_add/templates/cuda.cu").read_text()
+
+
+def test_cpp_compiles_and_is_cached(cpu, default_sandbox):
+    cpp = get_language("cpp")
+    source = 'extern "C" void run_kernel(float* c, int n) { for (int i = 0; i < n; ++i) c[i] = i; }'
+    first = cpp.compile(source, cpu, default_sandbox, LIMITS, 60)
+    assert first.ok and first.artifact.is_file() and not first.cached
+    second = cpp.compile(source, cpu, default_sandbox, LIMITS, 60)
+    assert second.cached and second.artifact == first.artifact
+
+
+def test_corrupted_cache_entry_is_rebuilt(cpu, default_sandbox):
+    cpp = get_language("cpp")
+    source = 'extern "C" void run_kernel(float* c) { c[0] = 42; }'
+    first = cpp.compile(source, cpu, default_sandbox, LIMITS, 60)
+    first.artifact.write_bytes(b"tampered")
+    again = cpp.compile(source, cpu, default_sandbox, LIMITS, 60)
+    assert again.ok and not again.cached and again.artifact.read_bytes() != b"tampered"
+
+
+def test_cpp_compile_error_keeps_the_log(cpu, default_sandbox):
+    result = get_language("cpp").compile("int x = ;", cpu, default_sandbox, LIMITS, 60)
+    assert not result.ok and "error" in result.log
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_nvcc_builds_a_shared_library_for_the_device_arch(cpu, default_sandbox):
+    h100 = DeviceInfo("cuda", "cuda:0", "H100", 50 * 2**20, arch="sm_90a")
+    result = get_language("cuda").compile(ADD_CU, h100, default_sandbox, LIMITS, 120)
+    assert result.ok, result.log
+    assert result.artifact.read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_nvcc_compile_error(cpu, default_sandbox):
+    result = get_language("cuda").compile(ADD_CU.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i]"), cpu, default_sandbox,
+                                          LIMITS, 120)
+    assert not result.ok and "error" in result.log and "submission.cu" in result.log
+
+
+def test_maca_command_line_with_a_fake_mxcc(tmp_path, cpu, monkeypatch):
+    """mxcc does not exist here: a stand-in on PATH records its arguments and builds with g++."""
+    from sandbox import get_sandbox
+
+    fake = tmp_path / "bin" / "mxcc"
+    fake.parent.mkdir()
+    log = tmp_path / "argv.txt"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {log}\nout=""; prev=""\n'
+                    'for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+                    'echo built > "$out"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("KJUDGE_MXCC", str(fake))
+    monkeypatch.setenv("KJUDGE_MACA_ARCH", "xcore1000")
+    maca = get_language("maca")
+    result = maca.compile('extern "C" void run_kernel() {}', cpu, get_sandbox("process"),
+                          LIMITS, 60)
+    assert result.ok, result.log
+    argv = log.read_text().split()
+    assert argv[:2] == ["-x", "maca"] and "--offload-arch=xcore1000" in argv
+    assert "-shared" in argv and "-fPIC" in argv and argv[-1] == "submission.maca"
+    assert maca.runtime_env(cpu)["MACA_PATH"] == os.environ.get("KJUDGE_MACA_PATH", "/opt/maca")
+
+
+@pytest.mark.parametrize("name,source,expected", [
+    ("k.cpp", "", "cpp"), ("k.cu", "", "cuda"), ("k.maca", "", "maca"),
+    ("k.py", "import triton\n", "triton"), ("k.py", "import tilelang.language as T\n", "tilelang"),
+    ("k.py", "import torch\n", "torch"),
+])
+def test_language_inference(name, source, expected):
+    assert infer_language(Path(name), source).name == expected
+
+
+def test_unknown_language():
+    with pytest.raises(UnknownLanguage):
+        infer_language(Path("k.f90"), "")
+    with pytest.raises(UnknownLanguage):
+        get_language("fortran")
+
+
+def test_python_sources_without_run_kernel_are_compile_errors(cpu, default_sandbox):
+    triton = get_language("triton")
+    assert "SyntaxError" in triton.compile("def f(:\n", cpu, default_sandbox, LIMITS, 5).log
+    result = triton.compile("import triton\ndef other(): pass\n", cpu, default_sandbox, LIMITS, 5)
+    assert not result.ok and "run_kernel is not defined" in result.log

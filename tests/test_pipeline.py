@@ -1,0 +1,146 @@
+"""Every verdict through the real toolchains and sandboxes on this machine."""
+
+import shutil
+
+import pytest
+
+from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.problem import load_problem
+from judge.verdicts import Verdict
+from tests.conftest import PROBLEMS
+
+VA = PROBLEMS / "vector_add"
+FAST = JudgeOptions(timing=False)
+
+
+def judge(problem, file_or_source, device, sandbox, options=FAST, **kw):
+    if file_or_source.startswith("solutions/"):
+        source, kw["filename"] = (VA / file_or_source).read_text(), file_or_source
+    else:
+        source = file_or_source
+    return judge_source(problem, source, device=device, sandbox=sandbox, options=options, **kw)
+
+
+@pytest.mark.parametrize("file,verdict", [
+    ("solutions/AC/loop.cpp", Verdict.AC),
+    ("solutions/WA/off_by_one.cpp", Verdict.WA),
+    ("solutions/CE/missing_semicolon.cpp", Verdict.CE),
+    ("solutions/RE/null_write.cpp", Verdict.RE),
+])
+def test_cpp_verdicts_under_each_backend(vector_add, cpu, sandbox, file, verdict):
+    result = judge(vector_add, file, cpu, sandbox)
+    assert result.verdict is verdict, result.message
+    assert result.applied["sandbox"] == sandbox.name
+
+
+def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/AC/loop.cpp", cpu, default_sandbox, JudgeOptions())
+    assert result.verdict is Verdict.AC and result.score > 0 and result.speedup > 0
+    for t in result.tests:
+        assert t.verdict is Verdict.AC and t.matched_ratio == 1.0
+        assert t.time_ms > 0 and t.baseline_ms > 0 and t.samples >= 5
+        assert t.speedup == pytest.approx(t.baseline_ms / t.time_ms)
+        assert t.gbps > 0 and t.tflops > 0
+    assert result.time_ms == pytest.approx(sum(t.time_ms for t in result.tests))
+    assert result.speedup == pytest.approx(result.baseline_ms / result.time_ms)  # total_time
+    assert result.score == pytest.approx(100 * result.speedup)
+    assert result.peak_memory_mb is not None
+
+
+def test_wrong_answer_reports_every_test_point(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/WA/off_by_one.cpp", cpu, default_sandbox)
+    assert result.score == 0 and result.speedup is None
+    tiny = result.tests[0]
+    assert tiny.verdict is Verdict.WA and tiny.mismatches == 1 and tiny.worst[0]["index"] == [6]
+    assert tiny.nan_count == 1  # the unwritten element still holds the poison
+    assert all(t.verdict is Verdict.WA for t in result.tests)
+
+
+def test_time_limit_stops_the_judging(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/TLE/spin.cpp", cpu, default_sandbox)
+    assert result.verdict is Verdict.TLE
+    assert result.tests[0].verdict is Verdict.TLE and result.tests[1].verdict is None
+
+
+def test_rule_violation_is_found_before_compiling(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/RV/torch_add.py", cpu, default_sandbox)
+    assert result.verdict is Verdict.RV and "line 6" in result.message and not result.tests
+
+
+def test_triton_through_the_interpreter(vector_add, cpu, default_sandbox):
+    assert judge(vector_add, "solutions/AC/triton_add.py", cpu, default_sandbox).verdict is Verdict.AC
+    assert judge(vector_add, "solutions/WA/subtract.py", cpu, default_sandbox).verdict is Verdict.WA
+    result = judge(vector_add, "solutions/RE/raises.py", cpu, default_sandbox)
+    assert result.verdict is Verdict.RE and "this kernel gives up" in result.tests[0].message
+
+
+def test_tilelang_c_target(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/AC/tilelang_add.py", cpu, default_sandbox)
+    assert result.verdict is Verdict.AC, result.tests[0].message
+
+
+def test_unwritten_output_fails(vector_add, cpu, default_sandbox):
+    source = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
+    result = judge(vector_add, source, cpu, default_sandbox, language="cpp")
+    assert result.verdict is Verdict.WA and result.tests[0].nan_count == result.tests[0].total
+
+
+def test_modifying_inputs_is_wrong(vector_add, cpu, default_sandbox):
+    source = ('extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {\n'
+              '  for (int i = 0; i < n; ++i) { c[i] = a[i] + b[i]; ((float*)a)[i] = 0; } }')
+    result = judge(vector_add, source, cpu, default_sandbox, language="cpp")
+    assert result.verdict is Verdict.WA and "modified its input" in result.tests[0].message
+
+
+def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, default_sandbox):
+    """Computes once per test point, then returns the first answer: the rotated sets catch it."""
+    source = ('static int calls = 0; static float saved[200000]; static int saved_n = -1;\n'
+              'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {\n'
+              '  if (saved_n != n) { saved_n = n; calls = 0; }\n'
+              '  if (calls++ < 4) for (int i = 0; i < n; ++i) saved[i] = a[i] + b[i];\n'
+              '  for (int i = 0; i < n; ++i) c[i] = saved[i]; }')
+    result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="cpp")
+    assert result.verdict is Verdict.WA
+    assert "last timed call" in next(t for t in result.tests if t.verdict is Verdict.WA).message
+
+
+def test_seeds_are_fresh_per_judging_and_reproducible_when_given(vector_add, cpu):
+    from judge.pipeline import Judging
+    from judge.languages import get_language
+    from sandbox import get_sandbox
+
+    make = lambda seed: Judging(vector_add, "", get_language("cpp"), cpu, get_sandbox("process"),  # noqa: E731
+                                JudgeOptions(seed=seed))
+    assert make(None).secret != make(None).secret
+    assert make(5).secret == 5
+
+
+def test_rejected_requests(vector_add, cpu, default_sandbox):
+    with pytest.raises(SubmissionRejected, match="not allowed"):
+        judge(vector_add, "x", cpu, default_sandbox, language="maca")
+    with pytest.raises(SubmissionRejected, match="limit"):
+        judge(vector_add, "x" * 300_000, cpu, default_sandbox, language="cpp")
+    with pytest.raises(NotRunnable, match="cuda"):
+        judge(vector_add, (VA / "templates/cuda.cu").read_text(), cpu, default_sandbox,
+              language="cuda")
+
+
+def test_cuda_compile_error_is_reported_even_without_a_gpu(vector_add, cpu, default_sandbox):
+    result = judge(vector_add, "solutions/CE/syntax_error.cu", cpu, default_sandbox)
+    assert result.verdict is Verdict.CE and "error" in result.compile_log
+
+
+def test_output_flood_is_ole_and_memory_bomb_is_mle(vector_add, cpu, default_sandbox, tmp_path):
+    flood = ('#include <cstdio>\nextern "C" void run_kernel(const float* a, const float* b, '
+             'float* c, int n) { for (;;) printf("spam spam spam spam\\n"); }')
+    assert judge(vector_add, flood, cpu, default_sandbox, language="cpp").verdict is Verdict.OLE
+    bomb = ('#include <cstdlib>\n#include <cstring>\nextern "C" void run_kernel(const float* a, '
+            'const float* b, float* c, int n) { for (;;) { void* p = malloc(1 << 28); '
+            'if (p) memset(p, 1, 1 << 28); } }')
+    small = tmp_path / "vector_add"
+    shutil.copytree(VA, small)
+    spec = small / "problem.yaml"
+    spec.write_text(spec.read_text().replace("memory_mb: 4096", "memory_mb: 700"))
+    result = judge(load_problem(small), bomb, cpu, default_sandbox, language="cpp")
+    assert result.verdict is Verdict.MLE, result.tests[0].message
+    assert result.peak_memory_mb >= 600

@@ -1,0 +1,100 @@
+import shutil
+
+import pytest
+import yaml
+
+from judge.problem import ProblemError, load_problem
+from tests.conftest import PROBLEMS
+
+
+@pytest.fixture
+def folder(tmp_path):
+    target = tmp_path / "vector_add"
+    shutil.copytree(PROBLEMS / "vector_add", target)
+    return target
+
+
+def edit(folder, change):
+    path = folder / "problem.yaml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data))
+
+
+def issues(folder) -> list[str]:
+    with pytest.raises(ProblemError) as info:
+        load_problem(folder)
+    return [str(i) for i in info.value.issues]
+
+
+@pytest.mark.parametrize("slug", sorted(p.name for p in PROBLEMS.iterdir() if p.is_dir()))
+def test_bundled_problems_load(slug):
+    problem = load_problem(PROBLEMS / slug)
+    assert problem.tests_for("cpu") and problem.tests_for("cuda")
+    assert any(t.sample for t in problem.tests)
+    for language in problem.spec.languages:
+        assert problem.template_path(language) is not None
+
+
+def test_matrix_expands_with_named_points(vector_add):
+    names = [t.name for t in vector_add.tests]
+    assert "n1000" in names and "n100003" in names
+    assert next(t for t in vector_add.tests if t.name == "n1000").params == {"n": 1000}
+
+
+def test_unknown_key_names_file_field_and_fix(folder):
+    edit(folder, lambda d: d["tolerance"].update(rtoll=1))
+    [message] = issues(folder)
+    assert message.startswith("problem.yaml: tolerance.rtoll:") and "remove this key" in message
+
+
+def test_wrong_values_are_reported_per_field(folder):
+    def change(d):
+        d["languages"].append("fortran")
+        d["signature"][0]["dtype"] = "float7"
+        d["tolerance"]["matched_ratio"] = 1.5
+        del d["title"]
+
+    edit(folder, change)
+    found = "\n".join(issues(folder))
+    assert "languages[5]" in found and "signature[0]" in found
+    assert "tolerance.matched_ratio" in found and "title" in found and "add this key" in found
+
+
+def test_semantic_errors(folder):
+    def change(d):
+        d["signature"][0]["shape"] = ["m"]
+        d["scoring"]["score"] = "100 * boost"
+    edit(folder, change)
+    found = "\n".join(issues(folder))
+    assert "signature.a" in found and "unknown name 'm'" in found
+    assert "scoring.score" in found
+
+
+def test_bad_regex_names_the_rule(folder):
+    edit(folder, lambda d: d["rules"][0].update(regex="("))
+    [message] = issues(folder)
+    assert message.startswith("problem.yaml: rules[0]:") and "regex" in message
+
+
+def test_missing_files_and_folders(folder):
+    (folder / "reference.py").unlink()
+    shutil.rmtree(folder / "templates")
+    shutil.rmtree(folder / "solutions" / "AC")
+    (folder / "solutions" / "XX").mkdir()
+    found = "\n".join(issues(folder))
+    assert "reference.py: file not found" in found
+    assert "templates/cpp.*" in found
+    assert "solutions/XX" in found and "solutions/AC/" in found
+
+
+def test_not_yaml_and_missing(tmp_path, folder):
+    (folder / "problem.yaml").write_text("title: [unclosed")
+    assert "not valid YAML" in issues(folder)[0]
+    assert "not found" in issues(tmp_path)[0]
+
+
+def test_version_changes_with_content(folder):
+    before = load_problem(folder).version
+    (folder / "statement.md").write_text("changed")
+    assert load_problem(folder).version != before

@@ -1,0 +1,45 @@
+import pytest
+
+from judge import exprs
+from judge.problem import Rule
+from judge.rules import check_rules
+
+NO_TORCH = Rule(id="no_torch", message="no PyTorch ops", languages=["triton", "cpp"],
+                forbid_calls=["torch.add", ".add_"], forbid_imports=["torch.nn.functional"])
+NO_ASYNC = Rule(id="no_async", message="asynchronous copy is forbidden", regex=r"cp\.async")
+
+
+def test_forbidden_call_found_through_an_alias_with_its_line():
+    source = "import triton\nimport torch as t\n\ndef run_kernel(a, b, c, n):\n    t.add(a, b, out=c)\n"
+    v = check_rules(source, "triton", [NO_TORCH])
+    assert v is not None and v.rule == "no_torch" and v.line == 5 and "t.add" in v.text
+
+
+def test_forbidden_method_and_import():
+    assert check_rules("def run_kernel(a, b, c, n):\n    c.add_(a)\n", "triton", [NO_TORCH]).line == 2
+    assert check_rules("from torch.nn import functional as F\n", "triton", [NO_TORCH]).line == 1
+    assert check_rules("import torch.nn.functional\n", "triton", [NO_TORCH]).line == 1
+
+
+def test_allowed_calls_and_other_languages_pass():
+    assert check_rules("import torch\nx = torch.empty(3)\n", "triton", [NO_TORCH]) is None
+    assert check_rules("torch.add(a, b)", "tilelang", [NO_TORCH]) is None  # rule not for tilelang
+
+
+def test_regex_rule_on_cuda_source():
+    source = "__global__ void k() {\n  asm(\"cp.async.ca.shared.global [%0], [%1], 16;\");\n}\n"
+    v = check_rules(source, "cuda", [NO_ASYNC])
+    assert v.line == 2 and "asynchronous copy" in str(v)
+
+
+def test_expressions():
+    assert exprs.evaluate("3 * 4 * n", {"n": 10}) == 120
+    assert exprs.evaluate("100 * min(speedup, 10)", {"speedup": 12.5}) == 1000
+    assert exprs.evaluate("ceildiv(n, 256)", {"n": 257}) == 2
+    assert exprs.names("log2(speedup) * k + 1") == {"speedup", "k"}
+
+
+@pytest.mark.parametrize("bad", ["__import__('os')", "n.real", "[1, 2]", "'text'", "lambda: 1", "f(1)"])
+def test_expressions_reject_anything_but_arithmetic(bad):
+    with pytest.raises(exprs.ExpressionError):
+        exprs.evaluate(bad, {"n": 1})
