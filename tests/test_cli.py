@@ -108,3 +108,10 @@ def test_validate_fails_when_a_self_test_gets_another_verdict(tmp_path):
 def test_validate_reports_schema_errors():
     out = kjudge("problem", "validate", PROBLEMS)
     assert out.returncode == 1 and "INVALID" in out.stdout and "problem.yaml" in out.stdout
+
+
+@pytest.mark.parametrize("slug", sorted(p.name for p in PROBLEMS.iterdir() if p.is_dir()))
+def test_bundled_problems_validate_with_their_self_tests(slug):
+    out = kjudge("problem", "validate", PROBLEMS / slug)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "FAIL" not in out.stdout

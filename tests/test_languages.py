@@ -97,3 +97,12 @@ def test_python_sources_without_run_kernel_are_compile_errors(cpu, default_sandb
     assert "SyntaxError" in triton.compile("def f(:\n", cpu, default_sandbox, LIMITS, 5).log
     result = triton.compile("import triton\ndef other(): pass\n", cpu, default_sandbox, LIMITS, 5)
     assert not result.ok and "run_kernel is not defined" in result.log
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+@pytest.mark.parametrize("template", sorted(
+    (Path(__file__).parents[1] / "problems").glob("*/templates/cuda.cu")), ids=lambda p: p.parts[-3])
+def test_every_cuda_template_compiles_for_hopper(template, default_sandbox):
+    h200 = DeviceInfo("cuda", "cuda:0", "H200", 60 * 2**20, arch="sm_90a")
+    result = get_language("cuda").compile(template.read_text(), h200, default_sandbox, LIMITS, 120)
+    assert result.ok, result.log

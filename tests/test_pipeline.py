@@ -105,8 +105,8 @@ def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, de
 
 
 def test_seeds_are_fresh_per_judging_and_reproducible_when_given(vector_add, cpu):
-    from judge.pipeline import Judging
     from judge.languages import get_language
+    from judge.pipeline import Judging
     from sandbox import get_sandbox
 
     make = lambda seed: Judging(vector_add, "", get_language("cpp"), cpu, get_sandbox("process"),  # noqa: E731
