@@ -1,10 +1,10 @@
-# One command for the tests (`make test`) and one for the main job (`make serve`).
+# `make test` runs the whole suite; `make demo` is the main job (validate problems, judge a sample).
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: venv test lint serve bench clean
+.PHONY: venv system-deps test lint demo bench clean
 
 $(BIN)/kjudge: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,8 +17,7 @@ $(BIN)/kjudge: pyproject.toml
 venv: $(BIN)/kjudge
 
 system-deps:
-	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) || \
-	    echo "bubblewrap not installed: the bwrap sandbox tests will be skipped"
+	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 
 lint: venv
 	$(BIN)/ruff check .
@@ -27,11 +26,12 @@ test: venv system-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-serve: venv
-	$(BIN)/kjudge problem list
+demo: venv system-deps
+	$(BIN)/kjudge problem validate problems/*
+	$(BIN)/kjudge judge problems/vector_add problems/vector_add/solutions/AC/loop.cpp
 
 bench: venv
-	$(BIN)/python bench/judge_overhead.py
+	$(BIN)/python bench/judge_overhead.py --runs 5 --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info

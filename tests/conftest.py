@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,17 +25,7 @@ def vector_add():
     return load_problem(PROBLEMS / "vector_add")
 
 
-def backends() -> list:
-    names = ["process"]
-    if shutil.which("bwrap"):
-        names.append("bwrap")
-    elif os.environ.get("CI"):
-        names.append(pytest.param("bwrap", marks=pytest.mark.xfail(reason="bwrap missing in CI",
-                                                                   strict=True)))
-    return names
-
-
-@pytest.fixture(scope="session", params=backends())
+@pytest.fixture(scope="session", params=["process", "bwrap"])
 def sandbox(request):
     from sandbox import get_sandbox
 

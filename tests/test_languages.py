@@ -48,8 +48,8 @@ def test_nvcc_builds_a_shared_library_for_the_device_arch(cpu, default_sandbox):
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
 def test_nvcc_compile_error(cpu, default_sandbox):
-    result = get_language("cuda").compile(ADD_CU.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i]"), cpu, default_sandbox,
-                                          LIMITS, 120)
+    broken = ADD_CU.replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i]")
+    result = get_language("cuda").compile(broken, cpu, default_sandbox, LIMITS, 120)
     assert not result.ok and "error" in result.log and "submission.cu" in result.log
 
 
