@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import secrets
 import shutil
@@ -44,6 +45,9 @@ from sandbox import (
 HARNESS_DIR = Path(harness_module.__file__).parent
 STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
 IMPLAUSIBLE_SPEEDUP = 10.0
+# Threads each contender may use on the CPU device: one keeps timings reproducible on shared
+# hosts, where a second busy core would slow a multi-threaded baseline at random.
+CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
 
 
 class SubmissionRejected(ValueError):
@@ -224,13 +228,15 @@ class Judging:
             "args": [a.model_dump() for a in self.spec.signature],
             "device": self.device.torch_name,
             "flush_bytes": self.device.flush_bytes,
+            "cpu_threads": CPU_THREADS,
         }
         (root / "sub" / "config.json").write_text(json.dumps(config))
         argv = [sys.executable, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
                 self.sandbox.path(sub, "config.json")]
         limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
                                output_bytes=self.spec.limits.output_kb * 1024)
-        env = {"KJUDGE_DEVICE": self.device.kind, **language.runtime_env(self.device)}
+        env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
+               **language.runtime_env(self.device)}
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, inputs], cwd=scratch,
                                   env=env, limits=limits)
         contender = Contender(role, proc, scratch, self.sandbox)

@@ -38,8 +38,8 @@ def test_bundled_problems_load(slug):
 
 def test_matrix_expands_with_named_points(vector_add):
     names = [t.name for t in vector_add.tests]
-    assert "n1000" in names and "n100003" in names
-    assert next(t for t in vector_add.tests if t.name == "n1000").params == {"n": 1000}
+    assert "n100003" in names and "n1048576" in names
+    assert next(t for t in vector_add.tests if t.name == "n100003").params == {"n": 100003}
 
 
 def test_unknown_key_names_file_field_and_fix(folder):

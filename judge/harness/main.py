@@ -175,6 +175,8 @@ class Harness:
         self.channel = channel
         self.args = config["args"]
         self.device = Device(config["device"], config["flush_bytes"])
+        if not self.device.is_cuda and config.get("cpu_threads"):
+            torch.set_num_threads(config["cpu_threads"])
         self.sets: list[InputSet] = []
         self.next_set = 0
         self.fn = None
