@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from judge import exprs
 
-
 # Standard error of the median from the median absolute deviation: 1.4826 turns the MAD into a
 # standard deviation for normal data, sqrt(pi/2) = 1.2533 is the median's efficiency loss.
 MEDIAN_SE_FACTOR = 1.4826 * 1.2533
