@@ -14,6 +14,7 @@ import os
 import random
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -45,6 +46,8 @@ from sandbox import (
 HARNESS_DIR = Path(harness_module.__file__).parent
 STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
 IMPLAUSIBLE_SPEEDUP = 10.0
+UNACCOUNTED_FLOOR_MS = 0.5
+UNACCOUNTED_RATIO = 0.5
 # Threads each contender may use on the CPU device: one keeps timings reproducible on shared
 # hosts, where a second busy core would slow a multi-threaded baseline at random.
 CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
@@ -128,6 +131,8 @@ class Judging:
         self.secret = options.seed if options.seed is not None else secrets.randbits(63)
         self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-"))
         self.workdir.chmod(0o755)
+        self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
+        self.checker = get_checker(self.spec.checker, problem.path)
         self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
         self.result.applied = {
             "device": device.torch_name, "device_model": device.model, "sandbox": sandbox.name,
@@ -173,6 +178,7 @@ class Judging:
             self.result.verdict, self.result.message = failure.verdict, failure.message
             self.result.tests = [self._report(t, None) for t in tests]
             return
+        self.result.applied["versions"] = submission.versions
         try:
             self._check_all(submission, tests, cases)
             verdicts = [t.verdict for t in self.result.tests if t.verdict]
@@ -221,7 +227,6 @@ class Judging:
         sub = Mount(root / "sub", "/kj/sub")
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
-        inputs = Mount(self.workdir / "inputs", "/kj/inputs")
         config = {
             "loader": language.loader,
             "artifact": self.sandbox.path(sub, artifact.name),
@@ -237,10 +242,9 @@ class Judging:
                                output_bytes=self.spec.limits.output_kb * 1024)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
                **language.runtime_env(self.device)}
-        proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, inputs], cwd=scratch,
+        proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
         contender = Contender(role, proc, scratch, self.sandbox)
-        self.inputs_mount = inputs
         try:
             ready = proc.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
         except ReplyTimeout:
@@ -312,10 +316,9 @@ class Judging:
             outputs = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # forged or truncated file
             raise RunFailure(Verdict.WA, f"unreadable outputs: {exc}") from None
-        checker = get_checker(self.spec.checker, self.problem.path)
         tol = self.spec.tolerance
         reports = {
-            name: checker(outputs.get(name), expected, rtol=tol.rtol, atol=tol.atol,
+            name: self.checker(outputs.get(name), expected, rtol=tol.rtol, atol=tol.atol,
                           matched_ratio=tol.matched_ratio)
             for name, expected in case.expected.items()
         }
@@ -333,7 +336,7 @@ class Judging:
             base = self._start("baseline", baseline_lang, compiled.artifact)
         except RunFailure as failure:
             raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") from None
-        self.result.applied["versions"] = sub.versions
+        self.result.applied["baseline_language"] = baseline_lang.name
         try:
             reports = {r.name: r for r in self.result.tests}
             for test in tests:
@@ -363,12 +366,16 @@ class Judging:
                 {"op": "warmup", "seconds": timing.warmup_s, "min_calls": 2},
                 timing.warmup_s + 3 * run_s))
         samples: dict[str, list[float]] = {"submission": [], "baseline": []}
+        unaccounted: dict[str, list[float]] = {"submission": [], "baseline": []}
         started = time.monotonic()
         while True:
             random.shuffle(pair)  # interleaved, in a random order within each round
             for who in pair:
+                sent = time.perf_counter()
                 reply = self._guard(who, lambda w=who: w.request({"op": "time"}, run_s))
+                round_trip_ms = (time.perf_counter() - sent) * 1000
                 samples[who.role].append(reply["ms"])
+                unaccounted[who.role].append(round_trip_ms - reply["ms"])
                 self.kernel_ms += reply["ms"]
             n = len(samples["submission"])
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
@@ -391,6 +398,23 @@ class Judging:
                                                  f"from the reference: {check.message}")
         self._fill_timing(report, test, scoring.Stats.of(samples["submission"]),
                           scoring.Stats.of(samples["baseline"]))
+        self._check_unaccounted(test, report, unaccounted)
+
+    def _check_unaccounted(self, test: TestPoint, report: TestReport,
+                           unaccounted: dict[str, list[float]]) -> None:
+        """Flag a submission whose requests take much longer than the time it reports.
+
+        Both harnesses do the same work around a call (poison, flush, reply), so the wall time the
+        judge sees minus the reported time should match; a large excess means time spent outside
+        the measured region: a forged reply, or work moved before or after the timed call.
+        """
+        sub = statistics.median(unaccounted["submission"])
+        base = statistics.median(unaccounted["baseline"])
+        excess = sub - base
+        if excess > max(UNACCOUNTED_FLOOR_MS, UNACCOUNTED_RATIO * (report.time_ms or 0.0)):
+            self.result.flags.append(
+                f"{test.name}: {excess:.3f} ms per call spent outside the measured region "
+                f"(reported {report.time_ms:.3f} ms)")
 
     @staticmethod
     def _guard(who: Contender, call):

@@ -74,6 +74,12 @@ def test_triton_through_the_interpreter(vector_add, cpu, default_sandbox):
     assert result.verdict is Verdict.RE and "this kernel gives up" in result.tests[0].message
 
 
+def test_plain_torch_submission(vector_add, cpu, default_sandbox):
+    source = (VA / "baseline.py").read_text()
+    result = judge(vector_add, source, cpu, default_sandbox, filename="mine.py")
+    assert result.verdict is Verdict.AC and result.language == "torch"
+
+
 def test_tilelang_c_target(vector_add, cpu, default_sandbox):
     result = judge(vector_add, "solutions/AC/tilelang_add.py", cpu, default_sandbox)
     assert result.verdict is Verdict.AC, result.tests[0].message
@@ -94,9 +100,10 @@ def test_modifying_inputs_is_wrong(vector_add, cpu, default_sandbox):
 
 def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, default_sandbox):
     """Computes once per test point, then returns the first answer: the rotated sets catch it."""
-    source = ('static int calls = 0; static float saved[200000]; static int saved_n = -1;\n'
+    source = ('#include <vector>\nstatic int calls = 0; static std::vector<float> saved;\n'
+              'static int saved_n = -1;\n'
               'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {\n'
-              '  if (saved_n != n) { saved_n = n; calls = 0; }\n'
+              '  if (saved_n != n) { saved_n = n; calls = 0; saved.resize(n); }\n'
               '  if (calls++ < 4) for (int i = 0; i < n; ++i) saved[i] = a[i] + b[i];\n'
               '  for (int i = 0; i < n; ++i) c[i] = saved[i]; }')
     result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="cpp")
@@ -144,3 +151,67 @@ def test_output_flood_is_ole_and_memory_bomb_is_mle(vector_add, cpu, default_san
     result = judge(load_problem(small), bomb, cpu, default_sandbox, language="cpp")
     assert result.verdict is Verdict.MLE, result.tests[0].message
     assert result.peak_memory_mb >= 600
+
+
+def test_custom_checker_from_the_problem_folder(cpu, default_sandbox, tmp_path):
+    folder = tmp_path / "vector_add"
+    shutil.copytree(VA, folder)
+    (folder / "sum_checker.py").write_text(
+        "from checkers.report import CheckReport\n\n"
+        "def check(out, ref, *, rtol, atol, matched_ratio):\n"
+        "    ok = out is not None and abs(float(out.sum()) - float(ref.sum())) <= 1e-2 * ref.numel()\n"
+        "    return CheckReport(ok, matched_ratio=1.0 if ok else 0.0, total=ref.numel(),\n"
+        "                       message='sums agree' if ok else 'sums differ')\n")
+    spec = folder / "problem.yaml"
+    spec.write_text(spec.read_text().replace("checker: allclose", "checker: sum_checker.py"))
+    problem = load_problem(folder)
+    ok = judge(problem, "solutions/AC/loop.cpp", cpu, default_sandbox)
+    assert ok.verdict is Verdict.AC and ok.tests[0].message == "sums agree"
+    reversed_ = ('extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {\n'
+                 '  for (int i = 0; i < n; ++i) c[n - 1 - i] = a[i] + b[i]; }')
+    assert judge(problem, reversed_, cpu, default_sandbox, language="cpp").verdict is Verdict.AC
+    assert judge(problem, "solutions/WA/subtract.py", cpu, default_sandbox).verdict is Verdict.WA
+
+
+def test_broken_reference_is_a_system_error_not_the_contestants(cpu, default_sandbox, tmp_path):
+    folder = tmp_path / "vector_add"
+    shutil.copytree(VA, folder)
+    (folder / "reference.py").write_text((folder / "reference.py").read_text().replace(
+        'return {"c": a + b}', 'return {"c": (a + b)[:-1]}'))
+    result = judge(load_problem(folder), "solutions/AC/loop.cpp", cpu, default_sandbox)
+    assert result.verdict is Verdict.SE and "problem.yaml declares" in result.message
+    assert result.score == 0
+
+
+def test_patching_the_harness_timer_is_flagged(vector_add, cpu, default_sandbox):
+    """The harness shares the contestant's process: a patched timer shows as unaccounted time."""
+    source = """import sys, time
+import torch
+
+_harness = sys.modules["__main__"]
+_real = _harness.Device.time_call
+
+
+def _fake(self, fn):
+    _real(self, fn)
+    return 0.0001
+
+
+_harness.Device.time_call = _fake
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+    time.sleep(0.002)
+"""
+    result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="torch")
+    assert result.verdict is Verdict.AC
+    assert any("outside the measured region" in flag for flag in result.flags), result.flags
+
+
+def test_honest_slow_submission_is_not_flagged(vector_add, cpu, default_sandbox):
+    source = "import time\nimport torch\n\ndef run_kernel(a, b, c, n):\n" \
+             "    torch.add(a, b, out=c)\n    time.sleep(0.002)\n"
+    result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="torch")
+    assert result.verdict is Verdict.AC and not result.flags, result.flags
+    assert all(t.time_ms >= 2 for t in result.tests)
