@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from judge import report
-from judge.device import DeviceUnavailable, detect
+from judge.device import DeviceUnavailable, detect, device_nodes
 from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
 from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 from judge.problem import ProblemError, load_problem
@@ -46,12 +46,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         language = get_language(args.lang) if args.lang else infer_language(source_path, source)
         device = detect(args.device)
-        sandbox = get_sandbox(args.sandbox)
+        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device))
         options = JudgeOptions(seed=args.seed, timing=not args.no_timing)
         result = judge_source(problem, source, language=language, device=device,
                               sandbox=sandbox, options=options)
     except (UnknownLanguage, DeviceUnavailable, SubmissionRejected, NotRunnable, ValueError) as exc:
         raise BadInput(str(exc)) from None
+    result.requested = {"language": args.lang or "inferred", "device": args.device or "auto",
+                        "sandbox": args.sandbox}
     if args.csv:
         report.write_csv(result, Path(args.csv))
     print(report.to_json(result) if args.json else report.table(result))
@@ -62,8 +64,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from judge.selftest import run_self_tests
 
     failed = False
-    device = detect(args.device)
-    sandbox = get_sandbox(args.sandbox)
+    try:
+        device = detect(args.device)
+        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device))
+    except (DeviceUnavailable, ValueError) as exc:
+        raise BadInput(str(exc)) from None
     for path in args.paths:
         try:
             problem = load_problem(path)

@@ -39,6 +39,29 @@ class DeviceUnavailable(Exception):
     pass
 
 
+def device_nodes(device: DeviceInfo) -> list[str]:
+    """Device files a sandboxed run needs for this device (none for the CPU).
+
+    NVIDIA: the control nodes and every /dev/nvidiaN; the run sees one GPU through
+    CUDA_VISIBLE_DEVICES. MACA: the nodes listed in KJUDGE_MACA_DEVICES (default /dev/mxcd,
+    /dev/dri).
+    """
+    if device.kind == "cuda":
+        return sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    if device.kind == "maca":
+        listed = os.environ.get("KJUDGE_MACA_DEVICES", "/dev/mxcd:/dev/dri").split(":")
+        return [p for p in listed if p and Path(p).exists()]
+    return []
+
+
+def visible_device_env(device: DeviceInfo) -> tuple[dict[str, str], str]:
+    """Environment that exposes only this device to a run, and its torch name inside the run."""
+    kind, _, index = device.torch_name.partition(":")
+    if kind == "cuda":
+        return {"CUDA_VISIBLE_DEVICES": index or "0"}, "cuda:0"
+    return {}, device.torch_name
+
+
 def cpu_llc_bytes() -> int:
     best = 0
     for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):

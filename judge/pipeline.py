@@ -26,7 +26,7 @@ import torch
 import judge
 from checkers import CheckReport, get_checker, merge
 from judge import exprs, scoring
-from judge.device import DeviceInfo
+from judge.device import DeviceInfo, visible_device_env
 from judge.harness import main as harness_module
 from judge.languages import Language, get_language, infer_language
 from judge.problem import Problem, TestPoint
@@ -227,11 +227,12 @@ class Judging:
         sub = Mount(root / "sub", "/kj/sub")
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
+        device_env, run_device = visible_device_env(self.device)
         config = {
             "loader": language.loader,
             "artifact": self.sandbox.path(sub, artifact.name),
             "args": [a.model_dump() for a in self.spec.signature],
-            "device": self.device.torch_name,
+            "device": run_device,
             "flush_bytes": self.device.flush_bytes,
             "cpu_threads": CPU_THREADS,
         }
@@ -241,7 +242,7 @@ class Judging:
         limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
                                output_bytes=self.spec.limits.output_kb * 1024)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
-               **language.runtime_env(self.device)}
+               **device_env, **language.runtime_env(self.device)}
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
         contender = Contender(role, proc, scratch, self.sandbox)

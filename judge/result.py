@@ -56,6 +56,7 @@ class JudgeResult:
     message: str = ""
     tests: list[TestReport] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # judgings an organizer should look at
+    requested: dict = field(default_factory=dict)  # what was asked for: language, device, sandbox
     applied: dict = field(default_factory=dict)  # what actually ran: device, sandbox, versions
     wall_s: float = 0.0
     kernel_s: float = 0.0  # time spent inside run_kernel and the baseline, all calls

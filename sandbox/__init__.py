@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sandbox.base import (
     Mount,
     ProcessDied,
@@ -22,7 +24,8 @@ BACKENDS: dict[str, type[Sandbox]] = {"bwrap": BwrapSandbox, "process": ProcessS
 PREFERENCE = ("bwrap", "process")
 
 
-def get_sandbox(name: str = "auto", **options) -> Sandbox:
+def get_sandbox(name: str = "auto", devices: Sequence[str] = ()) -> Sandbox:
+    """A backend by name; `devices` are the accelerator device nodes its runs may open."""
     if name == "auto":
         name = next(n for n in PREFERENCE if BACKENDS[n].available())
     if name not in BACKENDS:
@@ -30,7 +33,7 @@ def get_sandbox(name: str = "auto", **options) -> Sandbox:
     backend = BACKENDS[name]
     if not backend.available():
         raise ValueError(f"sandbox backend {name!r} is not available on this host")
-    return backend(**options) if backend is BwrapSandbox else backend()
+    return BwrapSandbox(devices=devices) if backend is BwrapSandbox else backend()
 
 
 __all__ = [

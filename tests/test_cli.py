@@ -29,6 +29,9 @@ def test_judge_json_and_csv(tmp_path):
                 "peak_memory_mb", "tests"):
         assert key in data
     assert data["verdict"] == "WA" and data["language"] == "cpp"
+    assert data["requested"] == {"language": "inferred", "device": "auto", "sandbox": "auto"}
+    assert data["applied"]["device"] == "cpu" and data["applied"]["sandbox"] in ("bwrap", "process")
+    assert data["applied"]["versions"]["torch"]
     for key in ("name", "verdict", "matched_ratio", "max_abs_err", "max_rel_err", "time_ms",
                 "baseline_ms", "speedup"):
         assert key in data["tests"][0]
