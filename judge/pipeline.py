@@ -84,6 +84,7 @@ class Contender:
     scratch: Mount
     sandbox: Sandbox
     versions: dict = field(default_factory=dict)
+    loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
         return self.sandbox.path(self.scratch, "out", *parts)
@@ -94,7 +95,15 @@ class Contender:
     def request(self, message: dict, timeout: float) -> dict:
         """Send a request; turn every way the process can fail into a verdict."""
         try:
-            reply = self.proc.request(message, timeout)
+            self.proc.send(message)
+        except ProtocolError as exc:
+            self.proc.wait(2)
+            raise self.death(str(exc)) from None
+        return self.receive(timeout)
+
+    def receive(self, timeout: float) -> dict:
+        try:
+            reply = self.proc.receive(timeout)
         except ReplyTimeout:
             self.proc.kill()
             raise RunFailure(Verdict.TLE, f"no result within {timeout:g} s") from None
@@ -105,8 +114,10 @@ class Contender:
             raise self.death("output limit exceeded")
         if not reply.get("ok"):
             kind = reply.get("kind", "RE")
-            raise RunFailure(Verdict[kind] if kind in Verdict.__members__ else Verdict.RE,
-                             str(reply.get("error", "")))
+            verdict = Verdict[kind] if kind in Verdict.__members__ else Verdict.RE
+            if verdict is Verdict.SE and self.loaded:
+                verdict = Verdict.RE  # claimed by a process that runs contestant code
+            raise RunFailure(verdict, str(reply.get("error", "")))
         return reply
 
     def death(self, detail: str) -> RunFailure:
@@ -132,7 +143,6 @@ class Judging:
         self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-"))
         self.workdir.chmod(0o755)
         self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
-        self.checker = get_checker(self.spec.checker, problem.path)
         self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
         self.result.applied = {
             "device": device.torch_name, "device_model": device.model, "sandbox": sandbox.name,
@@ -170,6 +180,10 @@ class Judging:
                               f"{self.device.kind} device; they need "
                               f"{' or '.join(self.language.devices)}")
         tests = self._selected_tests()
+        try:
+            self.checker = get_checker(self.spec.checker, self.problem.path)
+        except Exception as exc:
+            raise ProblemRuntimeError(f"checker {self.spec.checker} failed to load: {exc}") from exc
         reference = Reference(self.problem, self.device.torch_name)
         cases = {t.name: self._cases(reference, t) for t in tests}
         try:
@@ -247,20 +261,17 @@ class Judging:
                                   env=env, limits=limits)
         contender = Contender(role, proc, scratch, self.sandbox)
         try:
-            ready = proc.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
+            harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
+            if harness_up.get("stage") != "harness":
+                raise RunFailure(Verdict.SE, f"unexpected harness greeting {harness_up}")
+            contender.loaded = True
+            ready = contender.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
         except ReplyTimeout:
             proc.close()
             raise RunFailure(Verdict.TLE, "loading the source did not finish in time") from None
-        except ProtocolError as exc:
-            proc.wait(2)
-            failure = contender.death(str(exc))
+        except RunFailure:
             proc.close()
-            raise failure from None
-        if not ready.get("ok"):
-            proc.close()
-            kind = ready.get("kind", "RE")
-            raise RunFailure(Verdict[kind] if kind in Verdict.__members__ else Verdict.RE,
-                             str(ready.get("error", "")))
+            raise
         contender.versions = ready.get("versions", {})
         return contender
 

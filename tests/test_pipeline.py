@@ -215,3 +215,17 @@ def test_honest_slow_submission_is_not_flagged(vector_add, cpu, default_sandbox)
     result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert result.verdict is Verdict.AC and not result.flags, result.flags
     assert all(t.time_ms >= 2 for t in result.tests)
+
+
+def test_a_forged_system_error_is_the_submissions_runtime_error(vector_add, cpu, default_sandbox):
+    """SE is never scored as a loss, so a submission must not be able to claim one."""
+    source = """import gc
+import torch
+
+
+def run_kernel(a, b, c, n):
+    channel = next(o for o in gc.get_objects() if type(o).__name__ == "Channel")
+    channel.reply(ok=False, kind="SE", error="forged")
+"""
+    result = judge(vector_add, source, cpu, default_sandbox, language="torch")
+    assert result.verdict is Verdict.RE

@@ -283,6 +283,9 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - the environment, not the submission
         channel.reply(ok=False, kind="SE", error=_format_error(exc))
         return
+    # From here on contestant code runs in this process: the judge treats any later claim of a
+    # system error as the submission's own failure.
+    channel.reply(ok=True, stage="harness")
     try:
         harness.load_kernel()
     except BaseException as exc:  # noqa: BLE001
