@@ -95,6 +95,12 @@ class Timing(_Strict):
     target_rse: float = Field(0.01, gt=0)
     input_sets: int = Field(2, ge=1, le=8, description="input sets rotated between timed calls")
 
+    @model_validator(mode="after")
+    def _check(self) -> Timing:
+        if self.min_reps > self.max_reps:
+            raise ValueError("min_reps must not exceed max_reps")
+        return self
+
 
 class TestSpec(_Strict):
     name: str

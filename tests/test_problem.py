@@ -98,3 +98,9 @@ def test_version_changes_with_content(folder):
     before = load_problem(folder).version
     (folder / "statement.md").write_text("changed")
     assert load_problem(folder).version != before
+
+
+def test_timing_bounds_are_checked(folder):
+    edit(folder, lambda d: d["timing"].update(min_reps=50, max_reps=10))
+    [message] = issues(folder)
+    assert message.startswith("problem.yaml: timing:") and "min_reps" in message
