@@ -11,7 +11,7 @@ $(BIN)/kjudge: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned, so pip takes the local CPU wheel instead of a CUDA build
 	$(BIN)/pip install -q torch==$(TORCH_VERSION)
-	$(BIN)/pip install -q -e '.[triton,tilelang,dev]'
+	$(BIN)/pip install -q -e '.[triton,tilelang,postgres,dev]'
 	touch $@
 
 venv: $(BIN)/kjudge

@@ -16,6 +16,7 @@ from judge.device import DeviceUnavailable, detect, device_nodes
 from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
 from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 from judge.problem import ProblemError, load_problem
+from judge.server import commands
 from sandbox import BACKENDS, get_sandbox
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("slug")
     n.add_argument("--dir", default=str(problems_root()))
     n.set_defaults(func=cmd_new)
+    commands.register(sub)
     return parser
 
 
@@ -176,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as exc:
         print(f"kjudge: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except commands.CommandError as exc:
+        print(f"kjudge: {exc}", file=sys.stderr)
+        return exc.code
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.result import JudgeResult, TestReport
 from judge.rules import check_rules
-from judge.verdicts import Verdict, overall_verdict
+from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
     Mount,
     ProtocolError,
@@ -66,6 +67,7 @@ class JudgeOptions:
     seed: int | None = None  # None: a fresh secret seed (always, outside tests)
     timing: bool = True
     tests: list[str] | None = None  # only these test points (self-tests, debugging)
+    on_state: Callable[[State], None] | None = None  # progress: COMPILING, then RUNNING
 
 
 class RunFailure(Exception):
@@ -163,11 +165,16 @@ class Judging:
             self.result.kernel_s = self.kernel_ms / 1000
         return self.result
 
+    def _progress(self, state: State) -> None:
+        if self.options.on_state:
+            self.options.on_state(state)
+
     def _run(self) -> None:
         violation = check_rules(self.source, self.language.name, self.spec.rules)
         if violation:
             self.result.verdict, self.result.message = Verdict.RV, str(violation)
             return
+        self._progress(State.COMPILING)
         compiled = self._compile(self.language, self.source)
         self.result.compile_log = compiled.log
         if not compiled.ok:
@@ -180,6 +187,7 @@ class Judging:
                               f"{self.device.kind} device; they need "
                               f"{' or '.join(self.language.devices)}")
         tests = self._selected_tests()
+        self._progress(State.RUNNING)
         try:
             self.checker = get_checker(self.spec.checker, self.problem.path)
         except Exception as exc:

@@ -1,0 +1,1 @@
+"""The judge service (trusted side): persistence, Celery queue and workers, REST API."""

@@ -1,0 +1,359 @@
+"""The REST API (FastAPI; OpenAPI at /docs). Stateless: any number of these behind a proxy.
+
+Errors are JSON objects {"error": "what is wrong and how to fix it"} with a 4xx status.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import threading
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from judge import signature
+from judge.problem import ProblemError, load_problem
+from judge.server import db, service, tasks
+from judge.server.config import Settings, settings
+from judge.server.models import Contest, Judging, Problem, Rejudge, Submission, User
+from judge.verdicts import State
+
+log = logging.getLogger("kjudge.api")
+JANITOR_INTERVAL_S = 5.0
+
+
+# -- request bodies --------------------------------------------------------------------------
+class SubmissionIn(BaseModel):
+    problem: str
+    language: str
+    source: str
+    contest: str | None = None
+
+
+class RejudgeIn(BaseModel):
+    reason: str
+    submission_ids: list[int] | None = None
+    problem: str | None = None
+    user: str | None = None
+    verdict: str | None = None
+    since: datetime | None = None
+
+
+class UserIn(BaseModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    admin: bool = False
+
+
+class ContestIn(BaseModel):
+    slug: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
+    title: str
+    problems: list[str]
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    languages: list[str] | None = None
+    device: str = "cpu"
+
+
+# -- plumbing ---------------------------------------------------------------------------------
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(config: Annotated[Settings, Depends(get_settings)]):
+    with db.session(config.database_url) as s:
+        yield s
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def optional_user(s: SessionDep, authorization: Annotated[str | None, Header()] = None):
+    token = authorization.removeprefix("Bearer ").strip() if authorization else None
+    return service.authenticate(s, token)
+
+
+def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise service.ServiceError(401, "send a valid token: Authorization: Bearer <token> "
+                                        "(kjudge user add NAME prints one)")
+    return user
+
+
+def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
+    if not user.is_admin:
+        raise service.ServiceError(403, "this needs an admin token")
+    return user
+
+
+UserDep = Annotated[User, Depends(current_user)]
+AdminDep = Annotated[User, Depends(admin_user)]
+
+
+def _janitor(app: FastAPI, stop: threading.Event) -> None:
+    while not stop.wait(JANITOR_INTERVAL_S):
+        try:
+            tasks.sweep(app.state.settings)
+        except Exception as exc:
+            log.warning("janitor sweep failed: %s", exc)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    stop = threading.Event()
+    if app.state.janitor:
+        threading.Thread(target=_janitor, args=(app, stop), daemon=True).start()
+    yield
+    stop.set()
+
+
+def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
+    app = FastAPI(title="kernel-judge", version="0.1.0", lifespan=lifespan)
+    app.state.settings = config or settings()
+    app.state.janitor = janitor
+
+    @app.exception_handler(service.ServiceError)
+    async def _service_error(_request: Request, exc: service.ServiceError):
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(_request: Request, exc: RequestValidationError):
+        parts = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
+            parts.append(f"{where}: {err['msg']}")
+        return JSONResponse({"error": "malformed request: " + "; ".join(parts)},
+                            status_code=422)
+
+    _routes(app)
+    return app
+
+
+# -- views ----------------------------------------------------------------------------------
+def judging_view(judging: Judging | None, show_secret: bool, admin: bool) -> dict:
+    if judging is None:
+        return {}
+    tests = []
+    for t in judging.tests or []:
+        if show_secret or t.get("sample"):
+            tests.append(t)
+        else:
+            tests.append({"name": t["name"], "verdict": t.get("verdict"), "sample": False})
+    view = {
+        "judging_id": judging.id, "state": judging.state, "verdict": judging.verdict,
+        "score": judging.score, "speedup": judging.speedup, "time_ms": judging.time_ms,
+        "peak_memory_mb": judging.peak_memory_mb, "compile_log": judging.compile_log,
+        "message": judging.message, "tests": tests, "problem_version": judging.problem_version,
+        "judge_version": judging.judge_version, "worker": judging.worker,
+        "queued_at": judging.queued_at, "started_at": judging.started_at,
+        "finished_at": judging.finished_at, "rejudge_id": judging.rejudge_id,
+        "valid": judging.valid,
+    }
+    if admin:
+        view.update(flags=judging.flags, applied=judging.applied, attempts=judging.attempts)
+    return view
+
+
+def submission_view(submission: Submission, user: User, with_source: bool = True) -> dict:
+    current = service.current_judging(submission)
+    latest = service.latest_judging(submission)
+    view = {
+        "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
+        "language": submission.language, "created_at": submission.created_at,
+        "state": latest.state if latest else State.QUEUED.value,
+        "verdict": None, "score": 0.0, "speedup": None, "time_ms": None,
+        "peak_memory_mb": None, "tests": [],
+    }
+    view.update(judging_view(current, show_secret=user.is_admin, admin=user.is_admin))
+    view["state"] = latest.state if latest else State.QUEUED.value
+    if with_source:
+        view["source"] = submission.source
+    return view
+
+
+def _routes(app: FastAPI) -> None:
+    @app.get("/api/health")
+    def health() -> dict:
+        return {"ok": True}
+
+    @app.get("/api/problems")
+    def problems(s: SessionDep) -> list[dict]:
+        rows = s.scalars(select(Problem).where(Problem.active).order_by(Problem.slug))
+        return [{"slug": p.slug, "title": p.title, "languages": p.languages,
+                 "version": p.version} for p in rows]
+
+    @app.get("/api/problems/{slug}")
+    def problem(slug: str, s: SessionDep) -> dict:
+        row = service.get_problem(s, slug)
+        try:
+            loaded = load_problem(row.path)
+        except ProblemError as exc:
+            raise service.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
+        spec = loaded.spec
+        templates = {}
+        for language in spec.languages:
+            path = loaded.template_path(language)
+            templates[language] = {"file": path.name, "source": path.read_text()}
+        statement = loaded.path / "statement.md"
+        return {
+            "slug": row.slug, "title": spec.title, "version": loaded.version,
+            "statement": statement.read_text() if statement.is_file() else "",
+            "languages": spec.languages,
+            "signature": {lang: signature.declaration(spec.signature, lang)
+                          for lang in spec.languages},
+            "arguments": signature.describe(spec.signature),
+            "tolerance": spec.tolerance.model_dump(), "checker": spec.checker,
+            "limits": spec.limits.model_dump(), "scoring": spec.scoring.model_dump(),
+            "templates": templates,
+            "samples": [{"name": t.name, "params": t.params, "devices": list(t.devices)}
+                        for t in loaded.tests if t.sample],
+            "test_points": len(loaded.tests),
+        }
+
+    @app.post("/api/problems/reload")
+    def reload_problems(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
+        invalid = service.sync_problems(s, config)
+        loaded = s.scalars(select(Problem.slug).where(Problem.active)).all()
+        return {"loaded": sorted(loaded), "invalid": invalid}
+
+    @app.post("/api/submissions", status_code=202)
+    def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
+                          user: UserDep) -> dict:
+        submission, work = service.submit(s, config, user, body.problem, body.language,
+                                          body.source, body.contest)
+        s.commit()  # stored before it is published: a broker failure loses nothing
+        tasks.publish(config, [work])
+        return {"id": submission.id, "judging_id": work.judging_id, "state": "QUEUED"}
+
+    @app.get("/api/submissions/{submission_id}")
+    def get_submission(submission_id: int, s: SessionDep, user: UserDep) -> dict:
+        return submission_view(service.get_submission(s, user, submission_id), user)
+
+    @app.get("/api/submissions")
+    def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,
+                         verdict: str | None = None, user_name: Annotated[
+                             str | None, Query(alias="user")] = None,
+                         limit: int = Query(100, le=1000)) -> list[dict]:
+        query = select(Submission).order_by(Submission.id.desc())
+        if not user.is_admin:
+            query = query.where(Submission.user_id == user.id)
+        elif user_name:
+            query = query.join(User).where(User.name == user_name)
+        if problem:
+            query = query.where(Submission.problem_id == service.get_problem(s, problem).id)
+        rows = [submission_view(x, user, with_source=False) for x in s.scalars(query)]
+        if verdict:
+            rows = [r for r in rows if r["verdict"] == verdict]
+        return rows[:limit]
+
+    @app.get("/api/submissions/{submission_id}/judgings")
+    def judgings(submission_id: int, s: SessionDep, user: UserDep) -> list[dict]:
+        submission = service.get_submission(s, user, submission_id)
+        reasons = {r.id: r.reason for r in s.scalars(select(Rejudge).where(
+            Rejudge.id.in_([j.rejudge_id for j in submission.judgings if j.rejudge_id])))}
+        return [{**judging_view(j, user.is_admin, user.is_admin),
+                 "rejudge_reason": reasons.get(j.rejudge_id)} for j in submission.judgings]
+
+    @app.get("/api/leaderboard")
+    def leaderboard(s: SessionDep, contest: str | None = None,
+                    user: Annotated[User | None, Depends(optional_user)] = None) -> dict:
+        board = service.leaderboard(s, service.get_contest(s, contest) if contest else None)
+        mine = next((r for r in board["rows"] if user and r["user"] == user.name), None)
+        board["me"] = {"rank": mine["rank"], "total": mine["total"]} if mine else None
+        return board
+
+    @app.post("/api/rejudge", status_code=202)
+    def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep, admin: AdminDep) -> dict:
+        filters = body.model_dump(exclude={"reason"})
+        record, work = service.rejudge(s, admin, filters, body.reason)
+        s.commit()
+        tasks.publish(config, work)
+        return {"id": record.id, **service.rejudge_progress(s, record.id)}
+
+    @app.get("/api/rejudge/{rejudge_id}")
+    def rejudge_status(rejudge_id: int, s: SessionDep, _admin: AdminDep) -> dict:
+        record = s.get(Rejudge, rejudge_id)
+        if record is None:
+            raise service.ServiceError(404, f"no rejudge {rejudge_id}")
+        return {"id": record.id, "reason": record.reason, "filters": record.filters,
+                "created_at": record.created_at, **service.rejudge_progress(s, rejudge_id)}
+
+    @app.get("/api/queue")
+    def queue(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
+        rows = s.execute(select(Judging.queue, Judging.state, func.count(Judging.id),
+                                func.min(Judging.queued_at))
+                         .where(Judging.state != State.DONE.value)
+                         .group_by(Judging.queue, Judging.state)).all()
+        queues: dict[str, dict] = {}
+        for name, state, count, oldest in rows:
+            entry = queues.setdefault(name, {"queued": 0, "running": 0, "oldest_waiting": None})
+            if state == State.QUEUED.value:
+                entry["queued"] += count
+                entry["oldest_waiting"] = oldest
+            else:
+                entry["running"] += count
+        workers = s.execute(select(Judging.worker, func.max(Judging.heartbeat_at))
+                            .where(Judging.worker.is_not(None))
+                            .group_by(Judging.worker)).all()
+        return {"queues": queues,
+                "workers": [{"name": w, "last_seen": seen} for w, seen in workers]}
+
+    @app.post("/api/users", status_code=201)
+    def add_user(body: UserIn, s: SessionDep, _admin: AdminDep) -> dict:
+        user, token = service.create_user(s, body.name, body.admin)
+        return {"name": user.name, "role": user.role, "token": token}
+
+    @app.get("/api/users")
+    def users(s: SessionDep, _admin: AdminDep) -> list[dict]:
+        return [{"name": u.name, "role": u.role, "created_at": u.created_at}
+                for u in s.scalars(select(User).order_by(User.id))]
+
+    @app.post("/api/contests", status_code=201)
+    def add_contest(body: ContestIn, s: SessionDep, _admin: AdminDep) -> dict:
+        for slug in body.problems:
+            service.get_problem(s, slug)
+        if s.scalar(select(Contest).where(Contest.slug == body.slug)):
+            raise service.ServiceError(409, f"contest {body.slug} exists")
+        s.add(Contest(**body.model_dump()))
+        return {"slug": body.slug}
+
+    @app.get("/api/contests")
+    def contests(s: SessionDep) -> list[dict]:
+        return [{"slug": c.slug, "title": c.title, "problems": c.problems,
+                 "starts_at": c.starts_at, "ends_at": c.ends_at,
+                 "state": service.contest_state(c)}
+                for c in s.scalars(select(Contest).order_by(Contest.id))]
+
+    @app.get("/api/export")
+    def export(s: SessionDep, _admin: AdminDep, format: str = "json"):
+        rows = []
+        for submission in s.scalars(select(Submission).order_by(Submission.id)):
+            current = service.current_judging(submission)
+            rows.append({
+                "submission": submission.id, "user": submission.user.name,
+                "problem": submission.problem.slug, "language": submission.language,
+                "created_at": submission.created_at.isoformat(),
+                "verdict": current.verdict if current else None,
+                "score": current.score if current else None,
+                "speedup": current.speedup if current else None,
+                "time_ms": current.time_ms if current else None,
+                "judging": current.id if current else None,
+            })
+        if format == "csv":
+            buffer = io.StringIO()
+            writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["submission"])
+            writer.writeheader()
+            writer.writerows(rows)
+            return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
+        if format != "json":
+            raise service.ServiceError(422, "format must be csv or json")
+        return rows

@@ -1,0 +1,324 @@
+"""Service commands of `kjudge`: serve, worker, db, user, contest (admin, on the server host) and
+submit, status, rejudge, leaderboard, export (clients of the REST API)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+CLIENT_CONFIG = Path(os.environ.get("KJUDGE_CLIENT_CONFIG",
+                                    Path.home() / ".config" / "kjudge" / "client.json"))
+
+
+class CommandError(Exception):
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+# -- server side -------------------------------------------------------------------------------
+def worker_argv(queues: list[str], concurrency: int, name: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "judge.server.tasks:app", "worker",
+            "-Q", ",".join(queues), "-c", str(concurrency), "--pool", "prefork",
+            "-n", name, "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
+
+
+def queues_for(config, queue: str | None, device: str | None) -> list[str]:
+    """The worker's queue (default: from its device, e.g. judge.cpu, judge.cuda.h200) and the
+    `.rejudge` twin it also drains."""
+    if queue is None:
+        from judge.device import detect
+
+        info = detect(device)
+        model = "" if info.kind == "cpu" else info.model.split()[-1].lower()
+        queue = config.queue_for(info.kind, model)
+    return [queue, queue + ".rejudge"]
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from judge.server import db
+    from judge.server.config import settings
+
+    config = settings()
+    db.upgrade(config.database_url)
+    print(f"database at head: {config.database_url}")
+    return EXIT_OK
+
+
+def _prepare(config) -> None:
+    """Migrations, problems, and a first admin on an empty database."""
+    from judge.server import db, service
+    from judge.server.models import User
+
+    db.upgrade(config.database_url)
+    with db.session(config.database_url) as s:
+        invalid = service.sync_problems(s, config)
+        for slug, issues in invalid.items():
+            print(f"problem {slug} not loaded:\n  " + "\n  ".join(issues), file=sys.stderr)
+        if s.query(User).count() == 0:
+            _, token = service.create_user(s, "admin", admin=True)
+            token_file = config.data_dir / "admin-token"
+            token_file.parent.mkdir(parents=True, exist_ok=True)
+            token_file.write_text(token + "\n")
+            token_file.chmod(0o600)
+            print(f"created user admin; its token is in {token_file}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from judge.server.api import create_app
+    from judge.server.config import settings
+
+    config = settings()
+    _prepare(config)
+    workers = []
+    if not args.no_worker:
+        env = {**os.environ, "KJUDGE_WORKER_DEVICE": args.device or ""}
+        for i in range(args.workers):
+            argv = worker_argv(queues_for(config, None, args.device), 1, f"embedded{i}@%h")
+            workers.append(subprocess.Popen(argv, env=env))
+    try:
+        uvicorn.run(create_app(config), host=args.host, port=args.port,
+                    log_level="warning" if args.quiet else "info")
+    finally:
+        for proc in workers:
+            proc.send_signal(signal.SIGTERM)
+        for proc in workers:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from judge.server.config import settings
+
+    config = settings()
+    os.environ["KJUDGE_WORKER_DEVICE"] = args.device or ""
+    queues = queues_for(config, args.queue, args.device)
+    name = f"{(args.device or 'cpu').replace(':', '')}@%h"
+    os.execv(sys.executable, worker_argv(queues, args.concurrency, name))
+    return EXIT_OK  # not reached
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    from judge.server import db, service
+    from judge.server.config import settings
+
+    config = settings()
+    db.upgrade(config.database_url)
+    try:
+        with db.session(config.database_url) as s:
+            if args.new_token:
+                token = service.new_token(s, args.name)
+            else:
+                _, token = service.create_user(s, args.name, args.admin)
+    except service.ServiceError as exc:
+        raise CommandError(exc.message) from None
+    print(token)
+    return EXIT_OK
+
+
+# -- client side -------------------------------------------------------------------------------
+class Client:
+    def __init__(self, server: str | None, token: str | None):
+        saved = json.loads(CLIENT_CONFIG.read_text()) if CLIENT_CONFIG.is_file() else {}
+        self.server = (server or os.environ.get("KJUDGE_SERVER") or saved.get("server")
+                       or "http://127.0.0.1:8000").rstrip("/")
+        self.token = token or os.environ.get("KJUDGE_TOKEN") or saved.get("token")
+
+    def call(self, method: str, path: str, **kwargs):
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            response = httpx.request(method, self.server + path, headers=headers, timeout=60,
+                                     **kwargs)
+        except httpx.HTTPError as exc:
+            raise CommandError(f"cannot reach {self.server}: {exc}") from None
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("error", response.text)
+            except ValueError:
+                message = response.text
+            raise CommandError(f"{response.status_code}: {message}")
+        return response
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(args.server, args.token)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from judge.languages import UnknownLanguage, infer_language
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    source = path.read_text(errors="replace")
+    try:
+        language = args.lang or infer_language(path, source).name
+    except UnknownLanguage as exc:
+        raise CommandError(str(exc)) from None
+    client = _client(args)
+    body = {"problem": args.problem, "language": language, "source": source,
+            "contest": args.contest}
+    created = client.call("POST", "/api/submissions", json=body).json()
+    print(f"submission {created['id']} queued")
+    if not args.wait:
+        return EXIT_OK
+    return _wait_and_show(client, created["id"], args.timeout)
+
+
+def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        record = client.call("GET", f"/api/submissions/{submission_id}").json()
+        if record["state"] != last:
+            print(f"  {record['state']}", file=sys.stderr)
+            last = record["state"]
+        if record["state"] == "DONE" and record["verdict"]:
+            print(_record_table(record))
+            return EXIT_OK if record["verdict"] == "AC" else EXIT_FAIL
+        if time.monotonic() > deadline:
+            raise CommandError(f"no verdict within {timeout:g} s; see kjudge status "
+                               f"{submission_id}", EXIT_FAIL)
+        time.sleep(0.5)
+
+
+def _record_table(record: dict) -> str:
+    from judge import report
+    from judge.result import JudgeResult, TestReport
+    from judge.verdicts import Verdict
+
+    fields = set(TestReport.__dataclass_fields__)
+    tests = []
+    for t in record["tests"]:
+        data = {k: v for k, v in t.items() if k in fields}
+        data.setdefault("sample", False)
+        data["verdict"] = Verdict(t["verdict"]) if t.get("verdict") else None
+        tests.append(TestReport(**data))
+    result = JudgeResult(record["problem"], record.get("problem_version") or "",
+                         record["language"], Verdict(record["verdict"]),
+                         score=record["score"] or 0.0, speedup=record["speedup"],
+                         time_ms=record["time_ms"], peak_memory_mb=record["peak_memory_mb"],
+                         compile_log=record.get("compile_log") or "",
+                         message=record.get("message") or "", tests=tests)
+    return report.table(result)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    client = _client(args)
+    record = client.call("GET", f"/api/submissions/{args.id}").json()
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+    elif record["verdict"]:
+        print(_record_table(record))
+    else:
+        print(f"submission {args.id}: {record['state']}")
+    return EXIT_OK
+
+
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    body = {"reason": args.reason, "submission_ids": args.submission, "problem": args.problem,
+            "user": args.user, "verdict": args.verdict, "since": args.since}
+    created = _client(args).call("POST", "/api/rejudge", json=body).json()
+    print(f"rejudge {created['id']}: {created['total']} judging(s) queued")
+    return EXIT_OK
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    params = {"contest": args.contest} if args.contest else {}
+    board = _client(args).call("GET", "/api/leaderboard", params=params).json()
+    problems = board["problems"]
+    if board.get("me"):
+        print(f"my rank {board['me']['rank']}  my total {board['me']['total']:.2f}")
+    print(f"{'rank':>4} {'user':<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
+    for row in board["rows"]:
+        cells = " ".join(f"{row['problems'].get(p, 0):>12.2f}" for p in problems)
+        print(f"{row['rank']:>4} {row['user'][:16]:<16} {row['total']:>9.2f} {cells}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    response = _client(args).call("GET", "/api/export", params={"format": args.format})
+    print(response.text if args.format == "csv" else json.dumps(response.json(), indent=2))
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    """Add the service commands to the `kjudge` parser."""
+    s = sub.add_parser("serve", help="run the API (and by default one embedded worker)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--no-worker", action="store_true", help="production: workers run apart")
+    s.add_argument("--workers", type=int, default=1, help="embedded workers")
+    s.add_argument("--device", help="device of the embedded workers (default: auto)")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_serve)
+
+    w = sub.add_parser("worker", help="a Celery worker pinned to one device")
+    w.add_argument("--device", help="cpu, cuda:N (default: the GPU if visible)")
+    w.add_argument("--queue", help="e.g. judge.cuda.h100 (its .rejudge twin is added)")
+    w.add_argument("--concurrency", type=int, default=1)
+    w.set_defaults(func=cmd_worker)
+
+    d = sub.add_parser("db", help="database").add_subparsers(dest="action", required=True)
+    d.add_parser("upgrade", help="apply migrations").set_defaults(func=cmd_db_upgrade)
+
+    u = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
+    ua = u.add_parser("add", help="create a user and print its token")
+    ua.add_argument("name")
+    ua.add_argument("--admin", action="store_true")
+    ua.add_argument("--new-token", action="store_true", help="replace an existing user's token")
+    ua.set_defaults(func=cmd_user_add)
+
+    def client_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--server", help="default: $KJUDGE_SERVER or the client config")
+        p.add_argument("--token", help="default: $KJUDGE_TOKEN or the client config")
+
+    sm = sub.add_parser("submit", help="submit a source to the server")
+    sm.add_argument("problem")
+    sm.add_argument("file")
+    sm.add_argument("--lang")
+    sm.add_argument("--contest")
+    sm.add_argument("--wait", action="store_true", help="show progress until the verdict")
+    sm.add_argument("--timeout", type=float, default=600)
+    client_args(sm)
+    sm.set_defaults(func=cmd_submit)
+
+    st = sub.add_parser("status", help="a submission's record")
+    st.add_argument("id", type=int)
+    st.add_argument("--json", action="store_true")
+    client_args(st)
+    st.set_defaults(func=cmd_status)
+
+    rj = sub.add_parser("rejudge", help="rejudge submissions (admin)")
+    rj.add_argument("--submission", type=int, nargs="+")
+    rj.add_argument("--problem")
+    rj.add_argument("--user")
+    rj.add_argument("--verdict")
+    rj.add_argument("--since", help="ISO time, e.g. 2026-11-30T10:00:00Z")
+    rj.add_argument("--reason", required=True)
+    client_args(rj)
+    rj.set_defaults(func=cmd_rejudge)
+
+    lb = sub.add_parser("leaderboard", help="the leaderboard")
+    lb.add_argument("--contest")
+    client_args(lb)
+    lb.set_defaults(func=cmd_leaderboard)
+
+    ex = sub.add_parser("export", help="export current results (admin)")
+    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    client_args(ex)
+    ex.set_defaults(func=cmd_export)

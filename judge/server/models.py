@@ -1,0 +1,132 @@
+"""SQLAlchemy models. The schema itself is created by the Alembic migrations in migrations/.
+
+A submission's current result is its latest finished valid judging; older judgings are kept
+(history), so a rejudge never wipes anything.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16), default="contestant")  # contestant | admin
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+class Problem(Base):
+    __tablename__ = "problems"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(32))  # content hash of the folder
+    path: Mapped[str] = mapped_column(String(500))
+    languages: Mapped[list] = mapped_column(JSON, default=list)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)  # False: folder gone or invalid
+    loaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Contest(Base):
+    __tablename__ = "contests"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    starts_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    ends_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    problems: Mapped[list] = mapped_column(JSON, default=list)  # problem slugs, in order
+    languages: Mapped[list | None] = mapped_column(JSON, nullable=True)  # None: the problem's
+    device: Mapped[str] = mapped_column(String(64), default="cpu")  # queue: cpu, cuda.h100, …
+
+
+class Rejudge(Base):
+    __tablename__ = "rejudges"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    filters: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True)
+    language: Mapped[str] = mapped_column(String(16))
+    source: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+                                                 index=True)
+
+    user: Mapped[User] = relationship()
+    problem: Mapped[Problem] = relationship()
+    judgings: Mapped[list[Judging]] = relationship(back_populates="submission",
+                                                   order_by="Judging.id")
+
+
+class Judging(Base):
+    __tablename__ = "judgings"
+    __table_args__ = (Index("ix_judgings_state_queue", "state", "queue"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    rejudge_id: Mapped[int | None] = mapped_column(ForeignKey("rejudges.id"), nullable=True)
+    queue: Mapped[str] = mapped_column(String(100))
+    state: Mapped[str] = mapped_column(String(16), default="QUEUED")  # QUEUED … DONE
+    verdict: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    score: Mapped[float] = mapped_column(Float, default=0.0)
+    speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
+    time_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    peak_memory_mb: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tests: Mapped[list] = mapped_column(JSON, default=list)  # SPJ report per test point
+    compile_log: Mapped[str] = mapped_column(Text, default="")
+    message: Mapped[str] = mapped_column(Text, default="")
+    flags: Mapped[list] = mapped_column(JSON, default=list)
+    applied: Mapped[dict] = mapped_column(JSON, default=dict)
+    problem_version: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    judge_version: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    claim: Mapped[str | None] = mapped_column(String(32), nullable=True)  # token of the holder
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    valid: Mapped[bool] = mapped_column(Boolean, default=True)
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    submission: Mapped[Submission] = relationship(back_populates="judgings")

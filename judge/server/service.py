@@ -1,0 +1,358 @@
+"""The service's domain logic, independent of HTTP: users, problems, submissions, judgings,
+rejudges, the leaderboard and the janitor that makes sure no accepted submission is lost.
+
+The database is the source of truth. A judging is QUEUED until a worker claims it with a fresh
+claim token; only the holder of the current token can move it on or finish it, so a judging
+finishes exactly once even when a worker dies and another picks it up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from judge.languages import LANGUAGES
+from judge.problem import ProblemError, load_problem
+from judge.server.config import Settings
+from judge.server.models import Contest, Judging, Problem, Rejudge, Submission, User, utcnow
+from judge.verdicts import State
+
+log = logging.getLogger("kjudge.service")
+DONE = State.DONE.value
+QUEUED = State.QUEUED.value
+
+
+class ServiceError(Exception):
+    """A request that cannot be honoured; `status` is the HTTP status that says why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes: they are UTC."""
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment
+
+
+# -- users ---------------------------------------------------------------------------------
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_user(s: Session, name: str, admin: bool = False) -> tuple[User, str]:
+    if s.scalar(select(User).where(User.name == name)):
+        raise ServiceError(409, f"user {name!r} already exists")
+    token = "kj_" + secrets.token_urlsafe(24)
+    user = User(name=name, role="admin" if admin else "contestant", token_hash=hash_token(token))
+    s.add(user)
+    s.flush()
+    return user, token
+
+
+def new_token(s: Session, name: str) -> str:
+    user = s.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise ServiceError(404, f"no user {name!r}")
+    token = "kj_" + secrets.token_urlsafe(24)
+    user.token_hash = hash_token(token)
+    return token
+
+
+def authenticate(s: Session, token: str | None) -> User | None:
+    if not token:
+        return None
+    return s.scalar(select(User).where(User.token_hash == hash_token(token)))
+
+
+# -- problems and contests -------------------------------------------------------------------
+def sync_problems(s: Session, settings: Settings) -> dict[str, list[str]]:
+    """Load every folder under the problems directory; returns the issues of invalid ones."""
+    invalid: dict[str, list[str]] = {}
+    seen = set()
+    root = settings.problems_dir
+    folders = sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()) \
+        if root.is_dir() else []
+    for folder in folders:
+        try:
+            problem = load_problem(folder)
+        except ProblemError as exc:
+            invalid[folder.name] = [str(i) for i in exc.issues]
+            continue
+        seen.add(problem.slug)
+        row = s.scalar(select(Problem).where(Problem.slug == problem.slug))
+        if row is None:
+            row = Problem(slug=problem.slug)
+            s.add(row)
+        row.title, row.version, row.path = problem.spec.title, problem.version, str(problem.path)
+        row.languages, row.active, row.loaded_at = list(problem.spec.languages), True, utcnow()
+    for row in s.scalars(select(Problem).where(Problem.slug.not_in(seen))):
+        row.active = False
+    return invalid
+
+
+def get_problem(s: Session, slug: str) -> Problem:
+    row = s.scalar(select(Problem).where(Problem.slug == slug, Problem.active))
+    if row is None:
+        raise ServiceError(404, f"no problem {slug!r}; GET /api/problems lists them")
+    return row
+
+
+def contest_state(contest: Contest, now: datetime | None = None) -> str:
+    now = now or utcnow()
+    if contest.starts_at and now < _aware(contest.starts_at):
+        return "not_started"
+    if contest.ends_at and now >= _aware(contest.ends_at):
+        return "ended"
+    return "running"
+
+
+def get_contest(s: Session, slug: str) -> Contest:
+    contest = s.scalar(select(Contest).where(Contest.slug == slug))
+    if contest is None:
+        raise ServiceError(404, f"no contest {slug!r}")
+    return contest
+
+
+# -- submissions and judgings -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Enqueue:
+    """A judging to publish to the broker once the transaction that created it has committed."""
+
+    judging_id: int
+    queue: str
+    rejudge: bool
+
+
+def queue_of(settings: Settings, contest: Contest | None, rejudge: bool) -> str:
+    device = contest.device if contest else settings.default_device
+    kind, _, model = device.partition(".")
+    return settings.queue_for(kind, model, rejudge)
+
+
+def submit(s: Session, settings: Settings, user: User, problem_slug: str, language: str,
+           source: str, contest_slug: str | None = None) -> tuple[Submission, Enqueue]:
+    problem = get_problem(s, problem_slug)
+    contest = get_contest(s, contest_slug) if contest_slug else None
+    if language not in LANGUAGES:
+        raise ServiceError(422, f"unknown language {language!r}; known: {', '.join(LANGUAGES)}")
+    allowed = contest.languages if contest and contest.languages else problem.languages
+    if language not in allowed or language not in problem.languages:
+        raise ServiceError(422, f"{language} is not allowed for {problem.slug}; allowed: "
+                                f"{', '.join(x for x in allowed if x in problem.languages)}")
+    size_kb = len(source.encode()) / 1024
+    if size_kb > settings.max_source_kb:
+        raise ServiceError(413, f"the source is {size_kb:.0f} KiB; the limit is "
+                                f"{settings.max_source_kb} KiB")
+    if not source.strip():
+        raise ServiceError(422, "the source is empty")
+    if contest:
+        state = contest_state(contest)
+        if state != "running":
+            raise ServiceError(403, f"contest {contest.slug} is {state.replace('_', ' ')}")
+        if problem.slug not in contest.problems:
+            raise ServiceError(404, f"problem {problem.slug} is not part of {contest.slug}")
+    _check_rate(s, settings, user)
+    submission = Submission(user_id=user.id, problem_id=problem.id, language=language,
+                            source=source, contest_id=contest.id if contest else None)
+    s.add(submission)
+    s.flush()
+    judging = Judging(submission_id=submission.id, queue=queue_of(settings, contest, False))
+    s.add(judging)
+    s.flush()
+    return submission, Enqueue(judging.id, judging.queue, False)
+
+
+def _check_rate(s: Session, settings: Settings, user: User) -> None:
+    if user.is_admin:
+        return
+    since = utcnow() - timedelta(minutes=1)
+    recent = s.scalar(select(func.count(Submission.id)).where(
+        Submission.user_id == user.id, Submission.created_at >= since))
+    if recent >= settings.submissions_per_minute:
+        raise ServiceError(429, f"at most {settings.submissions_per_minute} submissions a "
+                                "minute; wait and submit again")
+
+
+def current_judging(submission: Submission) -> Judging | None:
+    """The latest finished valid judging: the submission's one current result."""
+    done = [j for j in submission.judgings if j.state == DONE and j.valid]
+    return done[-1] if done else None
+
+
+def latest_judging(submission: Submission) -> Judging | None:
+    return submission.judgings[-1] if submission.judgings else None
+
+
+def get_submission(s: Session, user: User, submission_id: int) -> Submission:
+    submission = s.get(Submission, submission_id)
+    if submission is None or (submission.user_id != user.id and not user.is_admin):
+        raise ServiceError(404, f"no submission {submission_id}")
+    return submission
+
+
+# -- claims (workers) -----------------------------------------------------------------------
+def claim(s: Session, judging_id: int, worker: str) -> str | None:
+    """Take a QUEUED judging for this worker; None when it is done or held by another."""
+    token = uuid.uuid4().hex
+    now = utcnow()
+    result = s.execute(update(Judging).where(Judging.id == judging_id, Judging.state == QUEUED)
+                       .values(state=State.COMPILING.value, claim=token, worker=worker,
+                               attempts=Judging.attempts + 1, started_at=now, heartbeat_at=now))
+    return token if result.rowcount == 1 else None
+
+
+def holds(s: Session, judging_id: int, token: str, **values) -> bool:
+    """Update a judging only while this claim holds it; False when the claim was lost."""
+    values.setdefault("heartbeat_at", utcnow())
+    result = s.execute(update(Judging).where(Judging.id == judging_id, Judging.claim == token,
+                                             Judging.state != DONE).values(**values))
+    return result.rowcount == 1
+
+
+def finish(s: Session, judging_id: int, token: str, **values) -> bool:
+    return holds(s, judging_id, token, state=DONE, finished_at=utcnow(), **values)
+
+
+def live_work_waiting(s: Session, queue: str) -> bool:
+    live = queue.removesuffix(".rejudge")
+    return bool(s.scalar(select(func.count(Judging.id)).where(
+        Judging.queue == live, Judging.state == QUEUED)))
+
+
+# -- the janitor ----------------------------------------------------------------------------
+def stale_claims(s: Session, settings: Settings) -> tuple[list[Enqueue], list[int]]:
+    """Judgings whose worker stopped beating: requeue them, or end them as SE past the cap."""
+    limit = utcnow() - timedelta(seconds=settings.stale_after_s)
+    requeue, failed = [], []
+    running = s.scalars(select(Judging).where(
+        Judging.state.in_([State.COMPILING.value, State.RUNNING.value]),
+        Judging.heartbeat_at < limit))
+    for judging in running:
+        if judging.attempts >= settings.max_attempts:
+            judging.state, judging.verdict, judging.finished_at = DONE, "SE", utcnow()
+            judging.flags = [*judging.flags, f"judging lost its worker {judging.attempts} times; "
+                                             "check it by hand before rejudging"]
+            judging.message = "system error: the judging kept losing its worker"
+            judging.claim = None
+            failed.append(judging.id)
+        else:
+            judging.state, judging.claim, judging.enqueued_at = QUEUED, None, None
+            requeue.append(Enqueue(judging.id, judging.queue, judging.rejudge_id is not None))
+    return requeue, failed
+
+
+def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -> list[Enqueue]:
+    """QUEUED judgings that the broker may not hold: never published, or more of them than
+    messages in their queue (the broker lost messages, e.g. Redis restarted without a disk)."""
+    quiet = utcnow() - timedelta(seconds=2)
+    queued = s.scalars(select(Judging).where(Judging.state == QUEUED)).all()
+    by_queue: dict[str, list[Judging]] = {}
+    for judging in queued:
+        by_queue.setdefault(judging.queue, []).append(judging)
+    out = []
+    for queue, judgings in by_queue.items():
+        lost = broker_counts.get(queue, 0) < len(judgings)
+        for j in judgings:
+            if j.enqueued_at is None or (lost and _aware(j.enqueued_at) < quiet):
+                out.append(Enqueue(j.id, j.queue, j.rejudge_id is not None))
+    return out
+
+
+def mark_enqueued(s: Session, judging_ids: list[int]) -> None:
+    if judging_ids:
+        s.execute(update(Judging).where(Judging.id.in_(judging_ids))
+                  .values(enqueued_at=utcnow()))
+
+
+# -- rejudges -------------------------------------------------------------------------------
+def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudge, list[Enqueue]]:
+    if not reason.strip():
+        raise ServiceError(422, "a rejudge needs a reason")
+    query = select(Submission)
+    if filters.get("submission_ids"):
+        query = query.where(Submission.id.in_(filters["submission_ids"]))
+    if filters.get("problem"):
+        query = query.where(Submission.problem_id == get_problem(s, filters["problem"]).id)
+    if filters.get("user"):
+        user = s.scalar(select(User).where(User.name == filters["user"]))
+        if user is None:
+            raise ServiceError(404, f"no user {filters['user']!r}")
+        query = query.where(Submission.user_id == user.id)
+    if filters.get("since"):
+        query = query.where(Submission.created_at >= filters["since"])
+    if not any(filters.get(k) for k in ("submission_ids", "problem", "user", "verdict", "since")):
+        raise ServiceError(422, "say what to rejudge: submission_ids, problem, user, verdict "
+                                "or since")
+    submissions = s.scalars(query.order_by(Submission.id)).all()
+    if filters.get("verdict"):
+        wanted = filters["verdict"]
+        submissions = [x for x in submissions
+                       if (current_judging(x) and current_judging(x).verdict == wanted)]
+    record = Rejudge(reason=reason, filters={k: (str(v) if k == "since" else v)
+                                             for k, v in filters.items() if v},
+                     created_by=admin.id)
+    s.add(record)
+    s.flush()
+    work = []
+    for submission in submissions:
+        base = latest_judging(submission)
+        queue = (base.queue.removesuffix(".rejudge") if base else "judge.cpu") + ".rejudge"
+        judging = Judging(submission_id=submission.id, queue=queue, rejudge_id=record.id)
+        s.add(judging)
+        s.flush()
+        work.append(Enqueue(judging.id, queue, True))
+    return record, work
+
+
+def rejudge_progress(s: Session, rejudge_id: int) -> dict:
+    judgings = s.scalars(select(Judging).where(Judging.rejudge_id == rejudge_id)).all()
+    done = sum(j.state == DONE for j in judgings)
+    return {"total": len(judgings), "done": done, "pending": len(judgings) - done}
+
+
+# -- leaderboard ----------------------------------------------------------------------------
+def leaderboard(s: Session, contest: Contest | None = None) -> dict:
+    """Per user: best valid AC score per problem (across languages), total, and rank.
+
+    Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
+    the total was first reached (the latest of the per-problem first-best times).
+    """
+    query = select(Submission).join(Problem)
+    if contest is not None:
+        query = query.where(Submission.contest_id == contest.id)
+        if contest.starts_at:
+            query = query.where(Submission.created_at >= contest.starts_at)
+        if contest.ends_at:
+            query = query.where(Submission.created_at < contest.ends_at)
+    problems = contest.problems if contest else sorted(
+        s.scalars(select(Problem.slug).where(Problem.active)).all())
+    best: dict[str, dict[str, tuple[float, datetime]]] = {}
+    for submission in s.scalars(query.order_by(Submission.created_at, Submission.id)):
+        judging = current_judging(submission)
+        if judging is None or judging.verdict != "AC" or submission.problem.slug not in problems:
+            continue
+        per_user = best.setdefault(submission.user.name, {})
+        previous = per_user.get(submission.problem.slug)
+        if previous is None or judging.score > previous[0]:
+            per_user[submission.problem.slug] = (judging.score, _aware(submission.created_at))
+    rows = []
+    for user, scores in best.items():
+        total = sum(score for score, _ in scores.values())
+        reached = max(moment for _, moment in scores.values())
+        rows.append({"user": user, "total": total, "reached_at": reached,
+                     "problems": {p: scores[p][0] for p in problems if p in scores}})
+    rows.sort(key=lambda r: (-r["total"], r["reached_at"], r["user"]))
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    return {"problems": problems, "rows": rows}

@@ -1,0 +1,195 @@
+"""The Celery app, the one task (judge one judging by id), publishing and the janitor.
+
+Settings fit long, exclusive GPU tasks: late acks, prefetch 1, one task at a time per worker,
+soft and hard time limits, a visibility timeout above the hard limit, requeue on worker loss.
+The task is idempotent: a finished judging is skipped, a judging held by a live worker is
+skipped, and a judging whose worker died is requeued by the janitor and claimed afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from functools import cache
+
+from celery import Celery
+from celery.exceptions import SoftTimeLimitExceeded
+
+from judge.server import db, service
+from judge.server.config import Settings, settings
+from judge.server.models import Judging
+from judge.verdicts import State
+
+log = logging.getLogger("kjudge.tasks")
+TASK_NAME = "kjudge.judge"
+HEARTBEAT_S = 5.0
+
+
+@cache
+def make_app(broker_url: str, hard_limit_s: int, soft_limit_s: int, default_queue: str) -> Celery:
+    app = Celery("kjudge", broker=broker_url, set_as_current=True)
+    # kombu's SQLAlchemy transport hands its options to create_engine: give it none
+    transport = {} if broker_url.startswith("sqla+") else {"visibility_timeout": hard_limit_s + 600}
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=soft_limit_s,
+        task_time_limit=hard_limit_s,
+        broker_transport_options=transport,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        task_default_queue=default_queue,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    app.task(name=TASK_NAME, bind=True)(judge_task)
+    return app
+
+
+def app_for(config: Settings) -> Celery:
+    return make_app(config.broker_url, config.hard_time_limit_s, config.soft_time_limit_s,
+                    config.queue_for(config.default_device))
+
+
+def publish(config: Settings, work: list[service.Enqueue]) -> list[int]:
+    """Send judgings to their queues; returns the ids sent. A failure leaves the rest QUEUED
+    with no `enqueued_at`, and the janitor sends them later: nothing accepted is lost."""
+    app = app_for(config)
+    sent = []
+    for item in work:
+        try:
+            app.send_task(TASK_NAME, args=[item.judging_id], queue=item.queue,
+                          retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2})
+            sent.append(item.judging_id)
+        except Exception as exc:  # broker down: keep going, the janitor resends
+            log.warning("could not publish judging %s to %s: %s", item.judging_id, item.queue, exc)
+            break
+    if sent:
+        with db.session(config.database_url) as s:
+            service.mark_enqueued(s, sent)
+    return sent
+
+
+def broker_counts(config: Settings, queues: set[str]) -> dict[str, int]:
+    """Messages waiting in each queue, as the broker reports them."""
+    counts = {}
+    with app_for(config).connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in queues:
+            try:
+                counts[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+            except Exception:  # the queue does not exist (yet, or any more)
+                counts[queue] = 0
+                channel = conn.channel()
+    return counts
+
+
+def sweep(config: Settings) -> dict:
+    """The janitor: requeue judgings of dead workers and messages the broker lost."""
+    with db.session(config.database_url) as s:
+        requeue, failed = service.stale_claims(s, config)
+        queues = {j.queue for j in s.query(Judging).filter(Judging.state == State.QUEUED.value)}
+    try:
+        counts = broker_counts(config, queues) if queues else {}
+    except Exception as exc:
+        log.warning("broker unreachable during sweep: %s", exc)
+        return {"requeued": [], "failed": failed, "resent": []}
+    with db.session(config.database_url) as s:
+        missing = service.unpublished(s, config, counts)
+    ids = {w.judging_id for w in requeue}
+    work = requeue + [w for w in missing if w.judging_id not in ids]
+    sent = publish(config, work)
+    return {"requeued": [w.judging_id for w in requeue], "failed": failed, "resent": sent}
+
+
+# -- the worker side --------------------------------------------------------------------------
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.environ.get('KJUDGE_WORKER_DEVICE', 'cpu')}"
+
+
+def judge_task(task, judging_id: int) -> str:
+    config = settings()
+    with db.session(config.database_url) as s:
+        judging = s.get(Judging, judging_id)
+        if judging is None:
+            return "unknown"
+        if judging.state == State.DONE.value:
+            return "already done"
+        if judging.rejudge_id is not None and service.live_work_waiting(s, judging.queue):
+            # live submissions go first: put the rejudge back behind them
+            app_for(config).send_task(TASK_NAME, args=[judging_id], queue=judging.queue)
+            return "deferred"
+        token = service.claim(s, judging_id, worker_name())
+    if token is None:
+        return "held elsewhere"
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(config, judging_id, token, stop), daemon=True)
+    beat.start()
+    try:
+        values = run_judging(config, judging_id, token)
+    except SoftTimeLimitExceeded:
+        values = {"verdict": "SE", "message": "system error: the judging ran past the worker's "
+                                              "time limit", "flags": ["worker time limit"]}
+    except Exception as exc:  # a judge bug must not leave the judging hanging
+        log.exception("judging %s failed", judging_id)
+        values = {"verdict": "SE", "message": f"system error: {exc!r}",
+                  "flags": ["judge error; see the worker log"]}
+    finally:
+        stop.set()
+    with db.session(config.database_url) as s:
+        return "finished" if service.finish(s, judging_id, token, **values) else "claim lost"
+
+
+def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Event) -> None:
+    while not stop.wait(HEARTBEAT_S):
+        try:
+            with db.session(config.database_url) as s:
+                if not service.holds(s, judging_id, token):
+                    return
+        except Exception as exc:
+            log.warning("heartbeat of judging %s failed: %s", judging_id, exc)
+
+
+def run_judging(config: Settings, judging_id: int, token: str) -> dict:
+    """Judge with the same pipeline as `kjudge judge`; returns the columns to store."""
+    from judge import __version__
+    from judge.device import DeviceUnavailable, detect, device_nodes
+    from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+    from judge.problem import ProblemError, load_problem
+    from sandbox import get_sandbox
+
+    with db.session(config.database_url) as s:
+        judging = s.get(Judging, judging_id)
+        submission = judging.submission
+        source, language = submission.source, submission.language
+        problem_path = submission.problem.path
+
+    def on_state(state: State) -> None:
+        with db.session(config.database_url) as s:
+            service.holds(s, judging_id, token, state=state.value)
+
+    try:
+        problem = load_problem(problem_path)
+        device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
+        sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
+                              devices=device_nodes(device))
+        result = judge_source(problem, source, language=language, device=device,
+                              sandbox=sandbox, options=JudgeOptions(on_state=on_state))
+    except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
+        return {"verdict": "SE", "message": f"not runnable on this worker: {exc}",
+                "flags": ["route this judging to a worker that can run it"],
+                "judge_version": __version__}
+    data = result.to_dict()
+    return {
+        "verdict": data["verdict"], "score": data["score"], "speedup": data["speedup"],
+        "time_ms": data["time_ms"], "peak_memory_mb": data["peak_memory_mb"],
+        "tests": data["tests"], "compile_log": data["compile_log"], "message": data["message"],
+        "flags": data["flags"], "applied": data["applied"],
+        "problem_version": result.problem_version, "judge_version": __version__,
+    }
+
+
+app = app_for(settings())
