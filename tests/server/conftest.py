@@ -1,0 +1,64 @@
+"""Fixtures for the service tests: real SQLite and PostgreSQL databases, a real broker."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from judge.server import db
+from judge.server.config import Settings
+from tests.conftest import PROBLEMS
+
+POSTGRES_ADMIN = os.environ.get("KJUDGE_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _postgres_database():
+    """Create a throw-away PostgreSQL database; yield its URL; drop it."""
+    import sqlalchemy as sa
+
+    name = f"kjudge_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(POSTGRES_ADMIN, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL is not reachable here: {exc}")
+    url = POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    yield url
+    db.engine(url).dispose()
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/kjudge.db"
+    else:
+        yield from _postgres_database()
+
+
+@pytest.fixture
+def config(database_url, tmp_path) -> Settings:
+    base = Settings(data_dir=tmp_path, database_url=database_url,
+                    broker_url=f"sqla+sqlite:///{tmp_path}/broker.db", problems_dir=PROBLEMS,
+                    queue_prefix=f"t{uuid.uuid4().hex[:6]}")
+    db.upgrade(base.database_url)
+    return replace(base)
+
+
+@pytest.fixture
+def s(config):
+    with db.session(config.database_url) as session:
+        yield session
+
+
+def problems_dir() -> Path:
+    return PROBLEMS

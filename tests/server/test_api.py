@@ -1,0 +1,171 @@
+"""The REST API in-process (FastAPI's TestClient) over real SQLite/PostgreSQL and the real
+embedded broker; judgings are finished through the service as a worker would."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from judge.server import db, service
+from judge.server.api import create_app
+from tests.conftest import PROBLEMS
+
+LOOP = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
+TESTS = [
+    {"name": "tiny", "sample": True, "verdict": "AC", "matched_ratio": 1.0, "time_ms": 0.1},
+    {"name": "big", "sample": False, "verdict": "AC", "matched_ratio": 1.0, "time_ms": 2.0},
+]
+
+
+@pytest.fixture
+def api(config):
+    with db.session(config.database_url) as s:
+        service.sync_problems(s, config)
+        _, admin = service.create_user(s, "root", admin=True)
+        _, alice = service.create_user(s, "alice")
+        _, bob = service.create_user(s, "bob")
+    client = TestClient(create_app(config, janitor=False))
+    client.tokens = {"admin": admin, "alice": alice, "bob": bob}
+    client.config = config
+    return client
+
+
+def auth(api, who):
+    return {"Authorization": f"Bearer {api.tokens[who]}"}
+
+
+def post_submission(api, who="alice", **body):
+    payload = {"problem": "vector_add", "language": "cpp", "source": LOOP, **body}
+    return api.post("/api/submissions", json=payload, headers=auth(api, who))
+
+
+def finish(api, judging_id, verdict="AC", score=100.0):
+    with db.session(api.config.database_url) as s:
+        token = service.claim(s, judging_id, "api-test-worker")
+        service.finish(s, judging_id, token, verdict=verdict, score=score, speedup=score / 100,
+                       tests=TESTS)
+
+
+def test_submit_then_read_the_record(api):
+    created = post_submission(api)
+    assert created.status_code == 202 and created.json()["state"] == "QUEUED"
+    sid = created.json()["id"]
+    record = api.get(f"/api/submissions/{sid}", headers=auth(api, "alice")).json()
+    assert record["state"] == "QUEUED" and record["verdict"] is None and record["source"] == LOOP
+    finish(api, created.json()["judging_id"])
+    record = api.get(f"/api/submissions/{sid}", headers=auth(api, "alice")).json()
+    assert record["state"] == "DONE" and record["verdict"] == "AC" and record["score"] == 100
+    # secret test points show only name and verdict to contestants, everything to admins
+    assert record["tests"][1] == {"name": "big", "verdict": "AC", "sample": False}
+    assert record["tests"][0]["matched_ratio"] == 1.0
+    admin_view = api.get(f"/api/submissions/{sid}", headers=auth(api, "admin")).json()
+    assert admin_view["tests"][1]["time_ms"] == 2.0 and "flags" in admin_view
+
+
+def test_contestants_see_only_their_own(api):
+    sid = post_submission(api).json()["id"]
+    assert api.get(f"/api/submissions/{sid}", headers=auth(api, "bob")).status_code == 404
+    assert api.get("/api/submissions", headers=auth(api, "bob")).json() == []
+    mine = api.get("/api/submissions", headers=auth(api, "alice")).json()
+    assert [r["id"] for r in mine] == [sid] and "source" not in mine[0]
+
+
+@pytest.mark.parametrize("body,status,fragment", [
+    ({"problem": "nope"}, 404, "no problem"),
+    ({"language": "maca"}, 422, "not allowed"),
+    ({"language": "cobol"}, 422, "unknown language"),
+    ({"source": "x" * 300_000}, 413, "limit"),
+])
+def test_bad_requests_say_what_to_fix(api, body, status, fragment):
+    response = post_submission(api, **body)
+    assert response.status_code == status and fragment in response.json()["error"]
+
+
+def test_malformed_json_and_missing_fields(api):
+    broken = api.post("/api/submissions", content=b"{not json", headers={
+        **auth(api, "alice"), "Content-Type": "application/json"})
+    assert broken.status_code == 422 and "malformed request" in broken.json()["error"]
+    missing = api.post("/api/submissions", json={"problem": "vector_add"},
+                       headers=auth(api, "alice"))
+    assert missing.status_code == 422 and "language" in missing.json()["error"]
+
+
+def test_auth_is_required_and_admin_only_routes_are_guarded(api):
+    assert post_submission(api, who="alice").status_code == 202
+    no_token = api.post("/api/submissions", json={"problem": "vector_add", "language": "cpp",
+                                                  "source": LOOP})
+    assert no_token.status_code == 401 and "token" in no_token.json()["error"]
+    bad = api.get("/api/submissions", headers={"Authorization": "Bearer kj_nope"})
+    assert bad.status_code == 401
+    for method, path in [("post", "/api/rejudge"), ("get", "/api/queue"),
+                         ("post", "/api/problems/reload"), ("get", "/api/users"),
+                         ("get", "/api/export")]:
+        response = getattr(api, method)(path, headers=auth(api, "alice"),
+                                        **({"json": {"reason": "x"}} if method == "post" else {}))
+        assert response.status_code == 403, path
+
+
+def test_problem_page_data(api):
+    listing = api.get("/api/problems").json()
+    assert {p["slug"] for p in listing} >= {"vector_add", "softmax", "matmul"}
+    page = api.get("/api/problems/vector_add").json()
+    assert page["signature"]["cpp"] == ('extern "C" void run_kernel(const float* a, '
+                                        'const float* b, float* c, int n)')
+    assert page["signature"]["triton"] == "def run_kernel(a, b, c, n):"
+    assert page["tolerance"]["matched_ratio"] == 0.99 and page["limits"]["run_s"] > 0
+    assert "extern" in page["templates"]["cpp"]["source"]
+    assert [s["name"] for s in page["samples"]] == ["tiny"] and "Vector add" in page["statement"]
+    assert api.get("/api/problems/nope").status_code == 404
+
+
+def test_rejudge_history_and_leaderboard(api):
+    first = post_submission(api).json()
+    finish(api, first["judging_id"], "WA", 0)
+    board = api.get("/api/leaderboard").json()
+    assert board["rows"] == []
+    started = api.post("/api/rejudge", json={"problem": "vector_add", "reason": "fixed baseline"},
+                       headers=auth(api, "admin"))
+    assert started.status_code == 202 and started.json()["total"] == 1
+    history = api.get(f"/api/submissions/{first['id']}/judgings", headers=auth(api, "alice")).json()
+    assert [h["state"] for h in history] == ["DONE", "QUEUED"]
+    assert history[1]["rejudge_reason"] == "fixed baseline"
+    finish(api, history[1]["judging_id"], "AC", 150)
+    progress = api.get(f"/api/rejudge/{started.json()['id']}", headers=auth(api, "admin")).json()
+    assert progress["done"] == 1 and progress["pending"] == 0
+    board = api.get("/api/leaderboard", headers=auth(api, "alice")).json()
+    assert board["rows"][0]["user"] == "alice" and board["rows"][0]["total"] == 150
+    assert board["me"] == {"rank": 1, "total": 150}
+
+
+def test_queue_users_contests_and_export(api):
+    post_submission(api)
+    queue = api.get("/api/queue", headers=auth(api, "admin")).json()
+    [name] = queue["queues"]
+    assert queue["queues"][name]["queued"] == 1 and queue["queues"][name]["oldest_waiting"]
+    created = api.post("/api/users", json={"name": "carol"}, headers=auth(api, "admin")).json()
+    assert created["token"].startswith("kj_")
+    assert api.post("/api/users", json={"name": "carol"},
+                    headers=auth(api, "admin")).status_code == 409
+    contest = api.post("/api/contests", json={"slug": "c1", "title": "Cup",
+                                              "problems": ["vector_add"]},
+                       headers=auth(api, "admin"))
+    assert contest.status_code == 201
+    assert api.get("/api/contests").json()[0]["state"] == "running"
+    assert post_submission(api, contest="c1").status_code == 202
+    csv_text = api.get("/api/export?format=csv", headers=auth(api, "admin")).text
+    assert csv_text.splitlines()[0].startswith("submission,user,problem,language")
+    assert len(csv_text.splitlines()) == 3
+
+
+def test_reload_reports_invalid_problem_folders(api, tmp_path, monkeypatch):
+    import shutil
+    from dataclasses import replace
+
+    root = tmp_path / "problems"
+    shutil.copytree(PROBLEMS / "vector_add", root / "vector_add")
+    (root / "broken").mkdir()
+    (root / "broken" / "problem.yaml").write_text("title: 3\nbogus: 1\n")
+    api.app.state.settings = replace(api.config, problems_dir=root)
+    result = api.post("/api/problems/reload", headers=auth(api, "admin")).json()
+    assert result["loaded"] == ["vector_add"] and "broken" in result["invalid"]
+    assert api.get("/api/problems/softmax").status_code == 404  # folder gone: inactive

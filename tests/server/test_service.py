@@ -1,0 +1,196 @@
+"""Service layer against real SQLite and PostgreSQL: users, submissions, claims, janitor,
+rejudge history and the leaderboard."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from judge.server import service
+from judge.server.models import Contest, Judging, utcnow
+
+AC_SOURCE = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
+
+
+@pytest.fixture
+def world(s, config):
+    service.sync_problems(s, config)
+    admin, _ = service.create_user(s, "root", admin=True)
+    alice, alice_token = service.create_user(s, "alice")
+    bob, _ = service.create_user(s, "bob")
+    s.commit()
+    return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
+
+
+def finish_with(s, judging_id: int, verdict: str, score: float = 0.0) -> None:
+    token = service.claim(s, judging_id, "test-worker")
+    assert token
+    assert service.finish(s, judging_id, token, verdict=verdict, score=score)
+    s.commit()
+
+
+def submit(s, config, user, problem="vector_add", language="cpp", source=AC_SOURCE, **kw):
+    submission, work = service.submit(s, config, user, problem, language, source, **kw)
+    s.commit()
+    return submission, work
+
+
+def test_migrations_create_every_table(s):
+    from sqlalchemy import inspect
+
+    tables = set(inspect(s.get_bind()).get_table_names())
+    assert {"users", "problems", "contests", "submissions", "judgings", "rejudges"} <= tables
+
+
+def test_problems_are_loaded_with_their_version(s, config):
+    invalid = service.sync_problems(s, config)
+    assert invalid == {}
+    row = service.get_problem(s, "vector_add")
+    assert row.version and "cpp" in row.languages
+    with pytest.raises(service.ServiceError) as info:
+        service.get_problem(s, "nope")
+    assert info.value.status == 404
+
+
+def test_tokens_are_stored_hashed_and_authenticate(s, world):
+    token = world["alice_token"]
+    assert service.authenticate(s, token).name == "alice"
+    assert world["alice"].token_hash != token
+    assert service.authenticate(s, "kj_wrong") is None
+    with pytest.raises(service.ServiceError, match="exists"):
+        service.create_user(s, "alice")
+
+
+@pytest.mark.parametrize("kwargs,status", [
+    ({"problem": "nope"}, 404),
+    ({"language": "fortran"}, 422),
+    ({"language": "maca"}, 422),
+    ({"source": "   "}, 422),
+    ({"source": "x" * 300_000}, 413),
+])
+def test_bad_submissions_are_refused_with_a_status(s, config, world, kwargs, status):
+    with pytest.raises(service.ServiceError) as info:
+        submit(s, config, world["alice"], **kwargs)
+    assert info.value.status == status and info.value.message
+
+
+def test_rate_limit_per_user(s, config, world):
+    limited = replace(config, submissions_per_minute=2)
+    submit(s, limited, world["alice"])
+    submit(s, limited, world["alice"])
+    with pytest.raises(service.ServiceError) as info:
+        submit(s, limited, world["alice"])
+    assert info.value.status == 429
+    submit(s, limited, world["bob"])  # others are not affected
+
+
+def test_contest_window_and_problem_set(s, config, world):
+    now = utcnow()
+    s.add(Contest(slug="past", title="Past", problems=["vector_add"],
+                  starts_at=now - timedelta(days=2), ends_at=now - timedelta(days=1)))
+    s.add(Contest(slug="live", title="Live", problems=["softmax"], device="cpu",
+                  starts_at=now - timedelta(hours=1), ends_at=now + timedelta(hours=1)))
+    s.commit()
+    with pytest.raises(service.ServiceError) as info:
+        submit(s, config, world["alice"], contest_slug="past")
+    assert info.value.status == 403 and "ended" in info.value.message
+    with pytest.raises(service.ServiceError) as info:
+        submit(s, config, world["alice"], contest_slug="live")
+    assert info.value.status == 404
+    submission, work = submit(s, config, world["alice"], problem="softmax", contest_slug="live")
+    assert submission.contest_id is not None and work.queue == f"{config.queue_prefix}.cpu"
+
+
+def test_a_judging_is_claimed_and_finished_exactly_once(s, config, world):
+    _, work = submit(s, config, world["alice"])
+    first = service.claim(s, work.judging_id, "w1")
+    assert first and service.claim(s, work.judging_id, "w2") is None
+    assert service.holds(s, work.judging_id, first, state="RUNNING")
+    assert service.finish(s, work.judging_id, first, verdict="AC", score=50.0)
+    assert not service.finish(s, work.judging_id, first, verdict="WA")  # second finish ignored
+    s.commit()
+    judging = s.get(Judging, work.judging_id)
+    assert (judging.state, judging.verdict, judging.attempts) == ("DONE", "AC", 1)
+
+
+def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world):
+    _, work = submit(s, config, world["alice"])
+    quick = replace(config, stale_after_s=0, max_attempts=2)
+    old = service.claim(s, work.judging_id, "w1")
+    s.execute(Judging.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
+    requeue, failed = service.stale_claims(s, quick)
+    s.commit()
+    assert [w.judging_id for w in requeue] == [work.judging_id] and not failed
+    assert not service.finish(s, work.judging_id, old, verdict="AC")  # the dead claim is void
+    service.claim(s, work.judging_id, "w2")
+    s.execute(Judging.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
+    requeue, failed = service.stale_claims(s, quick)
+    s.commit()
+    judging = s.get(Judging, work.judging_id)
+    assert failed == [work.judging_id] and judging.verdict == "SE" and judging.flags
+
+
+def test_unpublished_and_lost_messages_are_found(s, config, world):
+    _, work = submit(s, config, world["alice"])
+    assert [w.judging_id for w in service.unpublished(s, config, {})] == [work.judging_id]
+    service.mark_enqueued(s, [work.judging_id])
+    s.execute(Judging.__table__.update().values(enqueued_at=utcnow() - timedelta(minutes=1)))
+    s.commit()
+    assert service.unpublished(s, config, {work.queue: 1}) == []  # the broker holds it
+    lost = service.unpublished(s, config, {work.queue: 0})  # e.g. Redis restarted empty
+    assert [w.judging_id for w in lost] == [work.judging_id]
+
+
+def test_rejudge_keeps_history_and_the_current_result_moves(s, config, world):
+    submission, work = submit(s, config, world["alice"])
+    finish_with(s, work.judging_id, "WA")
+    assert service.current_judging(submission).verdict == "WA"
+    record, rework = service.rejudge(s, world["admin"], {"problem": "vector_add"}, "fixed data")
+    s.commit()
+    assert len(rework) == 1 and rework[0].queue.endswith(".rejudge")
+    s.refresh(submission)
+    assert service.current_judging(submission).verdict == "WA"  # until the rejudge finishes
+    finish_with(s, rework[0].judging_id, "AC", 120.0)
+    s.refresh(submission)
+    assert service.current_judging(submission).verdict == "AC"
+    assert [j.verdict for j in submission.judgings] == ["WA", "AC"]
+    assert service.rejudge_progress(s, record.id) == {"total": 1, "done": 1, "pending": 0}
+
+
+def test_rejudge_filters(s, config, world):
+    a, wa = submit(s, config, world["alice"])
+    b, wb = submit(s, config, world["bob"])
+    finish_with(s, wa.judging_id, "WA")
+    finish_with(s, wb.judging_id, "AC", 100)
+    _, by_user = service.rejudge(s, world["admin"], {"user": "bob"}, "r")
+    _, by_verdict = service.rejudge(s, world["admin"], {"verdict": "WA"}, "r")
+    _, by_id = service.rejudge(s, world["admin"], {"submission_ids": [a.id, b.id]}, "r")
+    _, since = service.rejudge(s, world["admin"],
+                               {"since": utcnow() + timedelta(hours=1)}, "r")
+    ids = lambda work: sorted(s.get(Judging, w.judging_id).submission_id for w in work)  # noqa: E731
+    assert ids(by_user) == [b.id] and ids(by_verdict) == [a.id]
+    assert ids(by_id) == [a.id, b.id] and since == []
+    with pytest.raises(service.ServiceError):
+        service.rejudge(s, world["admin"], {}, "everything?")
+    with pytest.raises(service.ServiceError):
+        service.rejudge(s, world["admin"], {"user": "bob"}, " ")
+
+
+def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
+    alice, bob = world["alice"], world["bob"]
+    _, w1 = submit(s, config, alice)
+    finish_with(s, w1.judging_id, "AC", 80)
+    _, w2 = submit(s, config, alice, language="torch", source="def run_kernel(a, b, c, n): pass")
+    finish_with(s, w2.judging_id, "AC", 120)  # best across languages counts
+    _, w3 = submit(s, config, alice)
+    finish_with(s, w3.judging_id, "WA", 999)  # correctness gate: never ranked
+    _, w4 = submit(s, config, bob, problem="softmax")
+    finish_with(s, w4.judging_id, "AC", 120)  # same total, reached later
+    board = service.leaderboard(s)
+    rows = {r["user"]: r for r in board["rows"]}
+    assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
+    assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
+    assert "matmul" in board["problems"]
