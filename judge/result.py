@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from judge.verdicts import Verdict
+
+
+def json_safe(value):
+    """Standard JSON has no NaN or Infinity: write them as the strings JavaScript prints."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 @dataclass
@@ -38,7 +50,7 @@ class TestReport:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["verdict"] = self.verdict.value if self.verdict else None
-        return data
+        return json_safe(data)
 
 
 @dataclass
@@ -69,4 +81,4 @@ class JudgeResult:
         data = asdict(self)
         data["verdict"] = self.verdict.value
         data["tests"] = [t.to_dict() for t in self.tests]
-        return data
+        return json_safe(data)

@@ -92,3 +92,18 @@ def test_merge_of_several_outputs_counts_all_elements():
     merged = merge({"a": a, "b": b}, 0.99)
     assert merged.total == 20 and merged.mismatches == 10 and not merged.passed
     assert merged.matched_ratio == 0.5
+
+
+def test_reports_with_nan_serialize_as_standard_json():
+    import json
+
+    from judge.result import TestReport, json_safe
+    from judge.verdicts import Verdict
+
+    r = allclose(torch.tensor([float("nan"), 1.0]), torch.zeros(2), rtol=0, atol=0,
+                 matched_ratio=1.0)
+    report = TestReport("t", True, Verdict.WA, worst=[vars(w) for w in r.worst],
+                        max_rel_err=float("inf"))
+    text = json.dumps(report.to_dict(), allow_nan=False)
+    assert '"got": "NaN"' in text and '"max_rel_err": "Infinity"' in text
+    assert json_safe([-float("inf")]) == ["-Infinity"]

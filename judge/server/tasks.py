@@ -9,6 +9,7 @@ skipped, and a judging whose worker died is requeued by the janitor and claimed 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -24,7 +25,6 @@ from judge.verdicts import State
 
 log = logging.getLogger("kjudge.tasks")
 TASK_NAME = "kjudge.judge"
-HEARTBEAT_S = 5.0
 
 
 @cache
@@ -139,12 +139,21 @@ def judge_task(task, judging_id: int) -> str:
                   "flags": ["judge error; see the worker log"]}
     finally:
         stop.set()
-    with db.session(config.database_url) as s:
-        return "finished" if service.finish(s, judging_id, token, **values) else "claim lost"
+    try:
+        with db.session(config.database_url) as s:
+            return "finished" if service.finish(s, judging_id, token, **values) else "claim lost"
+    except Exception as exc:  # the record could not be stored: end the judging as SE
+        log.exception("storing judging %s failed", judging_id)
+        with db.session(config.database_url) as s:
+            service.finish(s, judging_id, token, verdict="SE",
+                           message=f"system error: the result could not be stored: {exc!r}"[:2000],
+                           flags=["result not stored; rejudge after fixing the judge"])
+        return "stored as SE"
 
 
 def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_S):
+    interval = max(config.stale_after_s / 4, 0.5)  # several beats before a claim looks stale
+    while not stop.wait(interval):
         try:
             with db.session(config.database_url) as s:
                 if not service.holds(s, judging_id, token):
@@ -182,14 +191,19 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         return {"verdict": "SE", "message": f"not runnable on this worker: {exc}",
                 "flags": ["route this judging to a worker that can run it"],
                 "judge_version": __version__}
-    data = result.to_dict()
+    data = result.to_dict()  # non-finite floats inside are strings now (standard JSON)
     return {
-        "verdict": data["verdict"], "score": data["score"], "speedup": data["speedup"],
-        "time_ms": data["time_ms"], "peak_memory_mb": data["peak_memory_mb"],
+        "verdict": data["verdict"], "score": _number(result.score),
+        "speedup": _number(result.speedup), "time_ms": _number(result.time_ms),
+        "peak_memory_mb": _number(result.peak_memory_mb),
         "tests": data["tests"], "compile_log": data["compile_log"], "message": data["message"],
         "flags": data["flags"], "applied": data["applied"],
         "problem_version": result.problem_version, "judge_version": __version__,
     }
+
+
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 app = app_for(settings())

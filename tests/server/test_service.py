@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
 
 from judge.server import service
 from judge.server.models import Contest, Judging, utcnow
