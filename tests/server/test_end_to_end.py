@@ -5,138 +5,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import PROBLEMS, ROOT
+from tests.server.stack import Stack, wait_for
 
 pytestmark = pytest.mark.slow
 AC = PROBLEMS / "vector_add/solutions/AC/loop.cpp"
 WA = PROBLEMS / "vector_add/solutions/WA/off_by_one.cpp"
 SLOW_AC = "import time\nimport torch\n\ndef run_kernel(a, b, c, n):\n" \
           "    time.sleep(0.4)\n    torch.add(a, b, out=c)\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Stack:
-    """One judge deployment on this machine, torn down by the fixture."""
-
-    def __init__(self, tmp: Path, database_url: str | None, broker: str):
-        self.tmp = tmp
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.redis_port = free_port()
-        self.redis: subprocess.Popen | None = None
-        self.procs: list[subprocess.Popen] = []
-        self.env = {**os.environ, "KJUDGE_DATA_DIR": str(tmp / "data"),
-                    "KJUDGE_PROBLEMS": str(PROBLEMS), "KJUDGE_STALE_AFTER_S": "6",
-                    "KJUDGE_QUEUE_PREFIX": f"e2e{self.port}", "PYTHONUNBUFFERED": "1"}
-        if database_url:
-            self.env["KJUDGE_DATABASE_URL"] = database_url
-        if broker == "redis":
-            self.start_redis()
-            self.env["KJUDGE_BROKER_URL"] = f"redis://127.0.0.1:{self.redis_port}/0"
-        else:
-            self.env.pop("KJUDGE_BROKER_URL", None)
-
-    def start_redis(self) -> None:
-        self.redis = subprocess.Popen(
-            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: _connects(self.redis_port), 10, "redis")
-
-    def stop_redis(self) -> None:
-        self.redis.kill()
-        self.redis.wait()
-
-    def spawn(self, *args: str, log: str) -> subprocess.Popen:
-        out = open(self.tmp / log, "ab")  # noqa: SIM115 - kept open for the child
-        proc = subprocess.Popen([sys.executable, "-m", "judge.cli", *args], env=self.env,
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def serve(self, *extra: str) -> None:
-        self.spawn("serve", "--port", str(self.port), "--quiet", *extra, log="serve.log")
-        wait_for(self._healthy, 60, "the API")
-        token_file = self.tmp / "data" / "admin-token"
-        self.admin = wait_for(lambda: token_file.is_file() and token_file.read_text().strip(),
-                              10, "the admin token")
-
-    def worker(self) -> subprocess.Popen:
-        return self.spawn("worker", "--device", "cpu", log="worker.log")
-
-    def _healthy(self) -> bool:
-        try:
-            return httpx.get(self.url + "/api/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def token_for(self, name: str) -> str:
-        response = httpx.post(self.url + "/api/users", json={"name": name},
-                              headers={"Authorization": f"Bearer {self.admin}"})
-        return response.json()["token"]
-
-    def call(self, method: str, path: str, token: str, **kw) -> httpx.Response:
-        return httpx.request(method, self.url + path, headers={"Authorization": f"Bearer {token}"},
-                             timeout=30, **kw)
-
-    def submit(self, token: str, source: str, language: str = "cpp") -> int:
-        response = self.call("POST", "/api/submissions", token, json={
-            "problem": "vector_add", "language": language, "source": source})
-        assert response.status_code == 202, response.text
-        return response.json()["id"]
-
-    def verdict(self, token: str, sid: int, timeout: float = 120) -> dict:
-        def done():
-            record = self.call("GET", f"/api/submissions/{sid}", token).json()
-            return record if record["state"] == "DONE" and record["verdict"] else None
-        return wait_for(done, timeout, f"the verdict of submission {sid}")
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        if self.redis and self.redis.poll() is None:
-            self.stop_redis()
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in self.tmp.glob("*.log"))
-
-
-def _connects(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture
