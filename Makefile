@@ -1,10 +1,10 @@
-# `make test` runs the whole suite; `make demo` is the main job (validate problems, judge a sample).
+# `make serve` runs the judge with its embedded defaults; `make test` runs the whole suite.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: venv system-deps test lint demo bench clean
+.PHONY: venv system-deps test lint serve demo bench clean
 
 $(BIN)/kjudge: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +18,11 @@ venv: $(BIN)/kjudge
 
 system-deps:
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
+	@# the tests use PostgreSQL on 127.0.0.1:5432; start the local cluster if it is down
+	@pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null || \
+	    pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start 2>/dev/null || \
+	    echo "PostgreSQL is not running on 127.0.0.1:5432: its tests will fail"
 
 lint: venv
 	$(BIN)/ruff check .
@@ -26,12 +31,16 @@ test: venv system-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
+serve: venv system-deps
+	$(BIN)/kjudge serve
+
 demo: venv system-deps
 	$(BIN)/kjudge problem validate problems/*
 	$(BIN)/kjudge judge problems/vector_add problems/vector_add/solutions/AC/loop.cpp
 
 bench: venv
 	$(BIN)/python bench/judge_overhead.py --runs 5 --write
+	$(BIN)/python bench/service_load.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info
