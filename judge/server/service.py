@@ -185,9 +185,14 @@ def _check_rate(s: Session, settings: Settings, user: User) -> None:
 
 
 def current_judging(submission: Submission) -> Judging | None:
-    """The latest finished valid judging: the submission's one current result."""
+    """The latest finished valid judging: the submission's one current result.
+
+    A system error is never scored as a loss: an SE judging does not replace an earlier real
+    verdict (it stays in the history, flagged); it is current only when nothing else is.
+    """
     done = [j for j in submission.judgings if j.state == DONE and j.valid]
-    return done[-1] if done else None
+    real = [j for j in done if j.verdict != "SE"]
+    return (real or done or [None])[-1]
 
 
 def latest_judging(submission: Submission) -> Judging | None:

@@ -193,3 +193,24 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
     assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
     assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
     assert "matmul" in board["problems"]
+
+
+def test_a_system_error_never_replaces_a_real_verdict(s, config, world):
+    submission, work = submit(s, config, world["alice"])
+    finish_with(s, work.judging_id, "AC", 100)
+    _, rework = service.rejudge(s, world["admin"], {"submission_ids": [submission.id]}, "r")
+    s.commit()
+    finish_with(s, rework[0].judging_id, "SE")
+    s.refresh(submission)
+    assert service.current_judging(submission).verdict == "AC"
+    assert service.leaderboard(s)["rows"][0]["total"] == 100
+    only_se, w2 = submit(s, config, world["bob"])
+    finish_with(s, w2.judging_id, "SE")
+    assert service.current_judging(only_se).verdict == "SE"
+
+
+def test_live_work_is_seen_from_the_rejudge_queue(s, config, world):
+    _, work = submit(s, config, world["alice"])
+    assert service.live_work_waiting(s, work.queue + ".rejudge")
+    finish_with(s, work.judging_id, "AC", 1)
+    assert not service.live_work_waiting(s, work.queue + ".rejudge")
