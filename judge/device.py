@@ -39,6 +39,13 @@ class DeviceUnavailable(Exception):
     pass
 
 
+def queue_device(device: DeviceInfo) -> str:
+    """The device part of a queue name: `cpu`, or kind and model, e.g. `cuda.h200`."""
+    if device.kind == "cpu":
+        return "cpu"
+    return f"{device.kind}.{device.model.split()[-1].lower()}"
+
+
 def device_nodes(device: DeviceInfo) -> list[str]:
     """Device files a sandboxed run needs for this device (none for the CPU).
 

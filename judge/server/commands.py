@@ -34,12 +34,16 @@ def queues_for(config, queue: str | None, device: str | None) -> list[str]:
     """The worker's queue (default: from its device, e.g. judge.cpu, judge.cuda.h200) and the
     `.rejudge` twin it also drains."""
     if queue is None:
-        from judge.device import detect
+        from judge.device import detect, queue_device
 
-        info = detect(device)
-        model = "" if info.kind == "cpu" else info.model.split()[-1].lower()
-        queue = config.queue_for(info.kind, model)
+        kind, _, model = queue_device(detect(device)).partition(".")
+        queue = config.queue_for(kind, model)
     return [queue, queue + ".rejudge"]
+
+
+def embedded_device(config) -> str:
+    """The embedded worker judges what submissions outside contests are routed to."""
+    return "cpu" if config.default_device == "cpu" else config.default_device.split(".")[0]
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -81,9 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _prepare(config)
     workers = []
     if not args.no_worker:
-        env = {**os.environ, "KJUDGE_WORKER_DEVICE": args.device or ""}
+        device = args.device or embedded_device(config)
+        env = {**os.environ, "KJUDGE_WORKER_DEVICE": device}
         for i in range(args.workers):
-            argv = worker_argv(queues_for(config, None, args.device), 1, f"embedded{i}@%h")
+            argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
             workers.append(subprocess.Popen(argv, env=env))
     try:
         uvicorn.run(create_app(config), host=args.host, port=args.port,
@@ -263,7 +268,8 @@ def register(sub) -> None:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--no-worker", action="store_true", help="production: workers run apart")
     s.add_argument("--workers", type=int, default=1, help="embedded workers")
-    s.add_argument("--device", help="device of the embedded workers (default: auto)")
+    s.add_argument("--device", help="device of the embedded workers (default: that of "
+                                    "KJUDGE_DEFAULT_DEVICE, itself the GPU if visible)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_serve)
 

@@ -4,7 +4,8 @@ KJUDGE_DATA_DIR       where the SQLite database and broker live (default ./var)
 KJUDGE_DATABASE_URL   SQLAlchemy URL (default sqlite:///$DATA_DIR/kjudge.db; production postgresql+psycopg://…)
 KJUDGE_BROKER_URL     Celery broker (default sqla+sqlite:///$DATA_DIR/broker.db; production redis://…)
 KJUDGE_PROBLEMS       problem folders (default ./problems)
-KJUDGE_DEFAULT_DEVICE queue device of submissions outside a contest (default cpu; e.g. cuda.h100)
+KJUDGE_DEFAULT_DEVICE queue device of submissions outside a contest: cpu, cuda.h100, … (default
+                      auto: this host's GPU if one is visible, else cpu)
 KJUDGE_QUEUE_PREFIX   prefix of the queue names (default judge); tests use their own
 KJUDGE_MAX_SOURCE_KB, KJUDGE_SUBMISSIONS_PER_MINUTE, KJUDGE_STALE_AFTER_S, KJUDGE_MAX_ATTEMPTS
 """
@@ -29,7 +30,7 @@ class Settings:
         default_factory=lambda: Path(os.environ.get("KJUDGE_PROBLEMS", "problems")))
     queue_prefix: str = field(default_factory=lambda: os.environ.get("KJUDGE_QUEUE_PREFIX", "judge"))
     default_device: str = field(
-        default_factory=lambda: os.environ.get("KJUDGE_DEFAULT_DEVICE", "cpu"))  # cuda.h100 …
+        default_factory=lambda: os.environ.get("KJUDGE_DEFAULT_DEVICE", "auto"))  # cuda.h100 …
     max_source_kb: int = field(default_factory=lambda: _int("KJUDGE_MAX_SOURCE_KB", 256))
     submissions_per_minute: int = field(
         default_factory=lambda: _int("KJUDGE_SUBMISSIONS_PER_MINUTE", 10))
@@ -45,6 +46,10 @@ class Settings:
         if not self.broker_url:
             object.__setattr__(self, "broker_url", os.environ.get(
                 "KJUDGE_BROKER_URL", f"sqla+sqlite:///{data}/broker.db"))
+        if self.default_device == "auto":
+            from judge.device import detect, queue_device
+
+            object.__setattr__(self, "default_device", queue_device(detect()))
 
     @property
     def hard_time_limit_s(self) -> int:

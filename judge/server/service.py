@@ -311,8 +311,7 @@ def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudg
     s.flush()
     work = []
     for submission in submissions:
-        base = latest_judging(submission)
-        queue = (base.queue.removesuffix(".rejudge") if base else "judge.cpu") + ".rejudge"
+        queue = latest_judging(submission).queue.removesuffix(".rejudge") + ".rejudge"
         judging = Judging(submission_id=submission.id, queue=queue, rejudge_id=record.id)
         s.add(judging)
         s.flush()
