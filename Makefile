@@ -19,6 +19,12 @@ venv: $(BIN)/kjudge
 system-deps:
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
+	@command -v dockerd >/dev/null || (apt-get update -qq && apt-get install -y -qq docker.io)
+	@# the docker sandbox tests need a running engine and the local test image
+	@docker info >/dev/null 2>&1 || (mkdir -p var && \
+	    (dockerd --iptables=false --bridge=none > var/dockerd.log 2>&1 &) && \
+	    for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done)
+	@bash tests/docker_image.sh >/dev/null
 	@# the tests use PostgreSQL on 127.0.0.1:5432; start the local cluster if it is down
 	@pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null || \
 	    pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start 2>/dev/null || \

@@ -15,7 +15,6 @@ import random
 import secrets
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -259,7 +258,7 @@ class Judging:
             "cpu_threads": CPU_THREADS,
         }
         (root / "sub" / "config.json").write_text(json.dumps(config))
-        argv = [sys.executable, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
+        argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
                 self.sandbox.path(sub, "config.json")]
         limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
                                output_bytes=self.spec.limits.output_kb * 1024)

@@ -1,6 +1,7 @@
 """Sandbox backends. Trusted code: it starts untrusted code, it never imports it.
 
-`get_sandbox("auto")` picks the strongest backend this host has (bwrap, else process).
+`get_sandbox("auto")` picks the strongest backend this host has: docker (when an image is
+configured), else bwrap, else process.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from sandbox.base import (
     SandboxProcess,
 )
 from sandbox.bwrap import BwrapSandbox
+from sandbox.docker import DockerSandbox
 from sandbox.process import ProcessSandbox
 
-BACKENDS: dict[str, type[Sandbox]] = {"bwrap": BwrapSandbox, "process": ProcessSandbox}
-PREFERENCE = ("bwrap", "process")
+BACKENDS: dict[str, type[Sandbox]] = {
+    "docker": DockerSandbox, "bwrap": BwrapSandbox, "process": ProcessSandbox,
+}
+# docker counts as available only when an image is configured and the engine answers
+PREFERENCE = ("docker", "bwrap", "process")
 
 
 def get_sandbox(name: str = "auto", devices: Sequence[str] = ()) -> Sandbox:
@@ -33,7 +38,9 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = ()) -> Sandbox:
     backend = BACKENDS[name]
     if not backend.available():
         raise ValueError(f"sandbox backend {name!r} is not available on this host")
-    return BwrapSandbox(devices=devices) if backend is BwrapSandbox else backend()
+    if backend is ProcessSandbox:
+        return backend()
+    return backend(devices=devices)
 
 
 __all__ = [

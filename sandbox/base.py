@@ -14,11 +14,12 @@ import queue
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.cgroup import Cgroup
@@ -64,46 +65,69 @@ class ProcessDied(ProtocolError):
     pass
 
 
-@dataclass
-class SandboxProcess:
-    popen: subprocess.Popen
-    cgroup: Cgroup | None
-    output_limit: int
-    started: float = field(default_factory=time.monotonic)
-    _log: bytearray = field(default_factory=bytearray)
-    output_exceeded: bool = False
-    _lines: queue.Queue = field(default_factory=queue.Queue)
+class SandboxProcess(ABC):
+    """A running sandboxed command: protocol lines from its stdout, its stderr captured up to
+    the output limit (beyond it the run is killed: OLE)."""
 
-    def __post_init__(self) -> None:
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        if self.popen.stdout is not None:
-            threading.Thread(target=self._read_stdout, daemon=True).start()
+    def __init__(self, output_limit: int):
+        self.output_limit = output_limit
+        self.started = time.monotonic()
+        self.output_exceeded = False
+        self._log = bytearray()
+        self._lines: queue.Queue = queue.Queue()
+        self._partial = b""
 
-    def _drain_stderr(self) -> None:
-        stream = self.popen.stderr
-        assert stream is not None
-        while chunk := stream.read1(65536):
-            room = self.output_limit - len(self._log)
-            self._log += chunk[: max(room, 0)]
-            if len(chunk) > room:
-                self.output_exceeded = True
-                self.kill()
-                break
+    # -- what a backend provides -----------------------------------------------------------
+    @abstractmethod
+    def _write(self, data: bytes) -> None: ...
 
-    def _read_stdout(self) -> None:
-        stream = self.popen.stdout
-        assert stream is not None
-        while line := stream.readline(MAX_PROTOCOL_LINE):
-            self._lines.put(line)
+    @abstractmethod
+    def kill(self) -> None: ...
+
+    @abstractmethod
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status, or None while it still runs after `timeout`."""
+
+    @abstractmethod
+    def returncode(self) -> int | None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Kill whatever is left and release every resource; safe to call twice."""
+
+    @abstractmethod
+    def peak_memory_mb(self) -> float: ...
+
+    @abstractmethod
+    def memory_exceeded(self) -> bool: ...
+
+    # -- shared by all backends --------------------------------------------------------------
+    def _add_log(self, chunk: bytes) -> bool:
+        """Keep stderr up to the limit; False (and the run killed) once it is exceeded."""
+        room = self.output_limit - len(self._log)
+        self._log += chunk[: max(room, 0)]
+        if len(chunk) > room:
+            self.output_exceeded = True
+            self.kill()
+            return False
+        return True
+
+    def _add_stdout(self, chunk: bytes) -> None:
+        data = self._partial + chunk
+        *lines, self._partial = data.split(b"\n")
+        for line in lines:
+            self._lines.put(line[:MAX_PROTOCOL_LINE])
+        if len(self._partial) > MAX_PROTOCOL_LINE:
+            self._lines.put(self._partial[:MAX_PROTOCOL_LINE])
+            self._partial = b""
+
+    def _stdout_closed(self) -> None:
         self._lines.put(None)
 
-    # -- protocol -----------------------------------------------------------------------
     def send(self, message: dict) -> None:
         try:
-            assert self.popen.stdin is not None
-            self.popen.stdin.write(json.dumps(message).encode() + b"\n")
-            self.popen.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
+            self._write(json.dumps(message).encode() + b"\n")
+        except OSError as exc:
             raise ProcessDied(f"the sandboxed process is gone ({exc})") from None
 
     def receive(self, timeout: float) -> dict:
@@ -126,9 +150,44 @@ class SandboxProcess:
         self.send(message)
         return self.receive(timeout)
 
-    # -- lifecycle ------------------------------------------------------------------------
     def log(self) -> str:
         return self._log.decode(errors="replace")
+
+    def exit_description(self) -> str:
+        code = self.returncode()
+        if code is None:
+            return "still running"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        if code > 128 and code - 128 in signal.Signals._value2member_map_:
+            return f"killed by {signal.Signals(code - 128).name}"
+        return f"exit code {code}"
+
+
+class PopenProcess(SandboxProcess):
+    """A sandboxed command started as a child process (process and bwrap backends)."""
+
+    def __init__(self, popen: subprocess.Popen, cgroup: Cgroup | None, output_limit: int):
+        super().__init__(output_limit)
+        self.popen = popen
+        self.cgroup = cgroup
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        if popen.stdout is not None:
+            threading.Thread(target=self._read_stdout, daemon=True).start()
+
+    def _drain_stderr(self) -> None:
+        stream = self.popen.stderr
+        while (chunk := stream.read1(65536)) and self._add_log(chunk):
+            pass
+
+    def _read_stdout(self) -> None:
+        while chunk := self.popen.stdout.read1(65536):
+            self._add_stdout(chunk)
+        self._stdout_closed()
+
+    def _write(self, data: bytes) -> None:
+        self.popen.stdin.write(data)
+        self.popen.stdin.flush()
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -144,8 +203,10 @@ class SandboxProcess:
         except subprocess.TimeoutExpired:
             return None
 
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
     def close(self) -> None:
-        """Kill whatever is left and release the cgroup; safe to call twice."""
         self.kill()
         self.wait(5)
         for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
@@ -156,22 +217,10 @@ class SandboxProcess:
             self.cgroup.remove()
 
     def peak_memory_mb(self) -> float:
-        if self.cgroup:
-            return self.cgroup.peak_bytes() / 2**20
-        return 0.0
+        return self.cgroup.peak_bytes() / 2**20 if self.cgroup else 0.0
 
     def memory_exceeded(self) -> bool:
         return bool(self.cgroup and self.cgroup.oom_killed())
-
-    def exit_description(self) -> str:
-        code = self.popen.poll()
-        if code is None:
-            return "still running"
-        if code < 0:
-            return f"killed by {signal.Signals(-code).name}"
-        if code > 128 and code - 128 in signal.Signals._value2member_map_:
-            return f"killed by {signal.Signals(code - 128).name}"
-        return f"exit code {code}"
 
 
 class Sandbox(ABC):
@@ -181,6 +230,11 @@ class Sandbox(ABC):
     @classmethod
     @abstractmethod
     def available(cls) -> bool: ...
+
+    @property
+    def python(self) -> str:
+        """The interpreter that runs the harness inside this sandbox."""
+        return sys.executable
 
     @abstractmethod
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
@@ -219,7 +273,7 @@ class Sandbox(ABC):
         )
         if not protocol:  # stdout and stderr share one pipe: drain it as the log
             popen.stderr, popen.stdout = popen.stdout, None
-        return SandboxProcess(popen, cgroup, limits.output_bytes)
+        return PopenProcess(popen, cgroup, limits.output_bytes)
 
     def run(
         self,
@@ -237,7 +291,7 @@ class Sandbox(ABC):
         timed_out = code is None
         proc.close()
         return RunResult(
-            returncode=proc.popen.returncode if not timed_out else -9,
+            returncode=proc.returncode() if not timed_out else -9,
             output=proc.log(),
             timed_out=timed_out,
             wall_s=time.monotonic() - proc.started,

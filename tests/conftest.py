@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -25,11 +26,34 @@ def vector_add():
     return load_problem(PROBLEMS / "vector_add")
 
 
-@pytest.fixture(scope="session", params=["process", "bwrap"])
-def sandbox(request):
-    from sandbox import get_sandbox
+def docker_test_image() -> str | None:
+    """The image built by tests/docker_image.sh (make test builds it), pinned by its id."""
+    try:
+        out = subprocess.run(["docker", "images", "-q", "--no-trunc", "kjudge-test:latest"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() \
+        else None
 
-    return get_sandbox(request.param)
+
+def make_sandbox(name: str):
+    from sandbox import get_sandbox
+    from sandbox.docker import DockerSandbox
+
+    if name != "docker":
+        return get_sandbox(name)
+    image = docker_test_image()
+    if image is None:
+        if os.environ.get("CI"):
+            pytest.fail("no docker test image: run tests/docker_image.sh with dockerd running")
+        pytest.skip("no docker engine or test image here")
+    return DockerSandbox(image=image, host_python=True)
+
+
+@pytest.fixture(scope="session", params=["process", "bwrap", "docker"])
+def sandbox(request):
+    return make_sandbox(request.param)
 
 
 @pytest.fixture(scope="session")

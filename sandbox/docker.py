@@ -1,0 +1,234 @@
+"""The `docker` backend: every run in a fresh container of the contest image, pinned by digest.
+
+No network, read-only root, a tmpfs /tmp, the job's mounts (only the scratch dir writable),
+cap-drop ALL, no-new-privileges, uid 65534, pids / memory (= swap) / CPU limits, ulimits below
+the host's, one accelerator exposed (NVIDIA by device request, MACA by device nodes). Containers
+are killed and removed through the Engine API; a worker removes its leftovers when it starts.
+
+Configuration (environment):
+  KJUDGE_DOCKER_IMAGE        image pinned by digest: name@sha256:… or an image id sha256:…
+  KJUDGE_DOCKER_PYTHON       the interpreter inside the image (default python3)
+  KJUDGE_DOCKER_HOST_PYTHON  1: bind the host's /usr and Python environment read-only (test
+                             images made with `docker import`, see tests/docker_image.sh)
+  KJUDGE_DOCKER_CPUS         CPUs per container (default 1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandbox.base import Mount, Sandbox, SandboxLimits, SandboxProcess
+from sandbox.bwrap import python_paths
+
+LABEL = "kjudge.sandbox"
+OWNER_LABEL = "kjudge.owner"
+NOFILE = 4096  # under the host's hard limit: the daemon cannot raise it past that
+
+
+def _client():
+    import docker
+
+    return docker.from_env(timeout=120)
+
+
+class ImageNotPinned(ValueError):
+    pass
+
+
+def resolve_image(client, pinned: str) -> str:
+    """The image id for a reference pinned by digest; refuses tags and missing digests."""
+    if "@sha256:" in pinned:
+        image = client.images.get(pinned)
+        if pinned.split("@", 1)[1] not in {d.split("@", 1)[1] for d in image.attrs.get(
+                "RepoDigests", [])}:
+            raise ImageNotPinned(f"{pinned}: the local image does not carry that digest")
+        return image.id
+    if pinned.startswith("sha256:"):
+        return client.images.get(pinned).id
+    raise ImageNotPinned(f"{pinned!r} is not pinned: use name@sha256:… or an image id sha256:…")
+
+
+class DockerProcess(SandboxProcess):
+    def __init__(self, container, output_limit: int, protocol: bool):
+        super().__init__(output_limit)
+        self.container = container
+        self.protocol = protocol
+        self._socket = container.attach_socket(
+            params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        self._raw: socket.socket = self._socket._sock
+        self._status: int | None = None
+        self._closed = False
+        container.start()
+        threading.Thread(target=self._demultiplex, daemon=True).start()
+
+    def _demultiplex(self) -> None:
+        """Split the Engine's multiplexed stream: 8-byte headers, 1 = stdout, 2 = stderr."""
+        buffer = b""
+        try:
+            while chunk := self._raw.recv(65536):
+                buffer += chunk
+                while len(buffer) >= 8:
+                    kind, size = struct.unpack(">BxxxL", buffer[:8])
+                    if len(buffer) < 8 + size:
+                        break
+                    payload, buffer = buffer[8:8 + size], buffer[8 + size:]
+                    if kind == 1 and self.protocol:
+                        self._add_stdout(payload)
+                    elif not self._add_log(payload):
+                        return
+        except OSError:
+            pass
+        finally:
+            self._stdout_closed()
+
+    def _write(self, data: bytes) -> None:
+        self._raw.sendall(data)
+
+    def kill(self) -> None:
+        self._peak = max(getattr(self, "_peak", 0.0), self._read_peak())  # gone once stopped
+        with contextlib.suppress(Exception):
+            self.container.kill()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self._status is not None:
+            return self._status
+        try:
+            result = self.container.wait(timeout=timeout if timeout is not None else 10**6)
+        except Exception:  # read timeout: still running
+            return None
+        self._status = result.get("StatusCode")
+        return self._status
+
+    def returncode(self) -> int | None:
+        if self._status is None:
+            with contextlib.suppress(Exception):
+                self.container.reload()
+                if self.container.status == "exited":
+                    self._status = self.container.attrs["State"]["ExitCode"]
+        return self._status
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.kill()
+        self.wait(10)
+        self._oom = self._inspect_oom()
+        with contextlib.suppress(Exception):
+            self._socket.close()
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True)
+
+    def _inspect_oom(self) -> bool:
+        with contextlib.suppress(Exception):
+            self.container.reload()
+            return bool(self.container.attrs["State"].get("OOMKilled"))
+        return False
+
+    def _read_peak(self) -> float:
+        """Peak memory from the container's cgroup (v1 cgroupfs or systemd layouts, or v2)."""
+        cid = self.container.id
+        for path in (f"/sys/fs/cgroup/memory/docker/{cid}/memory.max_usage_in_bytes",
+                     f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/"
+                     "memory.max_usage_in_bytes",
+                     f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.peak",
+                     f"/sys/fs/cgroup/docker/{cid}/memory.peak"):
+            with contextlib.suppress(OSError, ValueError):
+                return int(Path(path).read_text()) / 2**20
+        return 0.0
+
+    def peak_memory_mb(self) -> float:
+        return getattr(self, "_peak", None) or self._read_peak()
+
+    def memory_exceeded(self) -> bool:
+        return getattr(self, "_oom", None) or self._inspect_oom()
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+    isolates_filesystem = True
+
+    def __init__(self, image: str | None = None, devices: Sequence[str] = (),
+                 gpu_uuid: str | None = None, owner: str | None = None,
+                 host_python: bool | None = None):
+        self.pinned = image or os.environ.get("KJUDGE_DOCKER_IMAGE", "")
+        if not self.pinned:
+            raise ImageNotPinned("set KJUDGE_DOCKER_IMAGE to the contest image, pinned by digest")
+        self.client = _client()
+        self.image_id = resolve_image(self.client, self.pinned)
+        self.host_python = (os.environ.get("KJUDGE_DOCKER_HOST_PYTHON") == "1"
+                            if host_python is None else host_python)
+        self.devices = [d for d in devices if "nvidia" not in d]  # NVIDIA: device request
+        self.gpu_uuid = gpu_uuid
+        self.owner = owner or os.environ.get("KJUDGE_WORKER_DEVICE") or "cli"
+        self.cpus = float(os.environ.get("KJUDGE_DOCKER_CPUS", "1"))
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            return bool(os.environ.get("KJUDGE_DOCKER_IMAGE")) and _client().ping()
+        except Exception:
+            return False
+
+    @property
+    def python(self) -> str:
+        return sys.executable if self.host_python else os.environ.get(
+            "KJUDGE_DOCKER_PYTHON", "python3")
+
+    def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
+        return list(argv)  # the container runs argv itself
+
+    def _volumes(self, mounts: Sequence[Mount]) -> dict:
+        volumes = {}
+        if self.host_python:
+            for path in ["/usr", *python_paths()]:
+                volumes[path] = {"bind": path, "mode": "ro"}
+        for mount in mounts:
+            volumes[str(mount.host)] = {"bind": mount.target, "mode": "rw" if mount.writable
+                                        else "ro"}
+        return volumes
+
+    def spawn(self, argv: Sequence[str], *, mounts: Sequence[Mount], cwd: Mount,
+              env: dict[str, str], limits: SandboxLimits, protocol: bool = True) -> DockerProcess:
+        import docker
+
+        requests = []
+        if self.gpu_uuid:
+            requests.append(docker.types.DeviceRequest(device_ids=[self.gpu_uuid],
+                                                       capabilities=[["gpu"]]))
+        memory = f"{limits.memory_mb}m"
+        container = self.client.containers.create(
+            self.image_id, list(argv), stdin_open=True, network_mode="none", read_only=True,
+            user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            pids_limit=limits.pids, mem_limit=memory, memswap_limit=memory,
+            nano_cpus=int(self.cpus * 1e9), working_dir=cwd.target,
+            tmpfs={"/tmp": "rw,size=512m,mode=1777"}, volumes=self._volumes(mounts),
+            environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd.target,
+                         "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env},
+            ulimits=[docker.types.Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
+                     docker.types.Ulimit(name="core", soft=0, hard=0),
+                     docker.types.Ulimit(name="fsize", soft=limits.file_size_mb * 2**20,
+                                         hard=limits.file_size_mb * 2**20)],
+            devices=[f"{d}:{d}:rwm" for d in self.devices], device_requests=requests,
+            labels={LABEL: "1", OWNER_LABEL: self.owner}, auto_remove=False,
+        )
+        return DockerProcess(container, limits.output_bytes, protocol)
+
+
+def remove_leftovers(owner: str) -> int:
+    """Remove the containers an earlier run of this worker left behind (it died mid-judging)."""
+    client = _client()
+    removed = 0
+    for container in client.containers.list(all=True, filters={
+            "label": [f"{LABEL}=1", f"{OWNER_LABEL}={owner}"]}):
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed += 1
+    return removed
