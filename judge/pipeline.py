@@ -193,6 +193,10 @@ class Judging:
             raise ProblemRuntimeError(f"checker {self.spec.checker} failed to load: {exc}") from exc
         reference = Reference(self.problem, self.device.torch_name)
         cases = {t.name: self._cases(reference, t) for t in tests}
+        largest = max(sum(t.numel() * t.element_size() for t in c.expected.values())
+                      for group in cases.values() for c in group)
+        # outputs are the only files a run writes: a disk-filling submission dies at this size
+        self.file_size_mb = max(64, math.ceil(4 * largest / 2**20))
         try:
             submission = self._start("submission", self.language, compiled.artifact)
         except RunFailure as failure:
@@ -261,7 +265,8 @@ class Judging:
         argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
                 self.sandbox.path(sub, "config.json")]
         limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
-                               output_bytes=self.spec.limits.output_kb * 1024)
+                               output_bytes=self.spec.limits.output_kb * 1024,
+                               file_size_mb=self.file_size_mb)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
                **device_env, **language.runtime_env(self.device)}
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,

@@ -54,5 +54,5 @@ class BwrapSandbox(Sandbox):
             cmd += ["--dev-bind", device, device]
         for mount in mounts:
             cmd += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
-        cmd += ["--chdir", cwd.target, "--"]
+        cmd += ["--remount-ro", "/", "--chdir", cwd.target, "--"]  # mount points stay read-only
         return cmd + list(argv)

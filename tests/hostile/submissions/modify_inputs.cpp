@@ -1,0 +1,8 @@
+// expect: WA
+// threat: modify the inputs in place (e.g. to make later calls cheaper)
+extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
+    for (int i = 0; i < n; ++i) {
+        c[i] = a[i] + b[i];
+        const_cast<float*>(b)[i] = 0.f;
+    }
+}

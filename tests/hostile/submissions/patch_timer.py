@@ -1,0 +1,24 @@
+# expect: AC
+# timing: yes
+# flag: outside the measured region
+# threat: patch the harness timer so that every call reports 0.1 µs
+import sys
+import time
+
+import torch
+
+_harness = sys.modules["__main__"]
+_real = _harness.Device.time_call
+
+
+def _fake(self, fn):
+    _real(self, fn)
+    return 0.0001
+
+
+_harness.Device.time_call = _fake
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+    time.sleep(0.002)

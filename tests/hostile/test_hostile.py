@@ -1,0 +1,85 @@
+"""Hostile submissions, each trying one thing, judged under every sandbox backend.
+
+Each file under submissions/ starts with comment lines:
+  expect: VERDICT        the verdict the judge must give (AC: the attempt had no effect)
+  backends: bwrap docker the backends that defend it (default: all three); the process
+                         backend isolates nothing and is listed only where it holds
+  timing: yes            judge with timing (the trick targets the timing run)
+  flag: TEXT             the judging must carry a flag containing TEXT
+  threat: …              what it tries (see SECURITY.md)
+Submissions that succeed at an attack deliberately answer wrong, so a leak shows as WA.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from judge.languages.base import cache_root
+from judge.pipeline import JudgeOptions, judge_source
+from judge.problem import load_problem
+from judge.verdicts import Verdict
+from tests.conftest import PROBLEMS, ROOT, make_sandbox
+
+SUBMISSIONS = sorted((Path(__file__).parent / "submissions").iterdir())
+BACKENDS = ("process", "bwrap", "docker")
+
+
+def header(path: Path) -> dict[str, str]:
+    fields = {}
+    for line in path.read_text().splitlines()[:8]:
+        match = re.match(r"^\s*(?://|#)\s*(\w+):\s*(.+)$", line)
+        if match:
+            fields[match.group(1)] = match.group(2).strip()
+    return fields
+
+
+def cases():
+    for path in SUBMISSIONS:
+        meta = header(path)
+        allowed = meta.get("backends", " ".join(BACKENDS)).split()
+        for backend in BACKENDS:
+            marks = [] if backend in allowed else [pytest.mark.skip(
+                reason=f"the {backend} backend does not defend this (see SECURITY.md)")]
+            yield pytest.param(path, backend, id=f"{path.stem}-{backend}", marks=marks)
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    """vector_add with a small memory limit, so that a memory bomb ends quickly."""
+    folder = tmp_path_factory.mktemp("hostile") / "vector_add"
+    shutil.copytree(PROBLEMS / "vector_add", folder)
+    spec = folder / "problem.yaml"
+    spec.write_text(spec.read_text().replace("memory_mb: 4096", "memory_mb: 1024"))
+    return load_problem(folder)
+
+
+@pytest.fixture(scope="module")
+def sandboxes():
+    return {}
+
+
+@pytest.mark.parametrize("path,backend", list(cases()))
+def test_hostile_submission(path, backend, problem, cpu, sandboxes, monkeypatch):
+    if backend not in sandboxes:
+        sandboxes[backend] = make_sandbox(backend)
+    meta = header(path)
+    monkeypatch.setenv("KJUDGE_SECRET_CANARY", "judge-secret")
+    source = (path.read_text()
+              .replace("@PROBLEM_DIR@", str(problem.path))
+              .replace("@REPO@", str(ROOT))
+              .replace("@CACHE_DIR@", str(cache_root()))
+              .replace("@DATABASE@", str(ROOT / "var" / "kjudge.db")))
+    result = judge_source(problem, source, filename=path.name, device=cpu,
+                          sandbox=sandboxes[backend],
+                          options=JudgeOptions(timing=meta.get("timing") == "yes"))
+    detail = result.message or next((t.message for t in result.tests
+                                     if t.verdict not in (None, Verdict.AC)), "")
+    assert result.verdict is Verdict[meta["expect"]], f"{result.verdict}: {detail}"
+    if "flag" in meta:
+        assert any(meta["flag"] in flag for flag in result.flags), result.flags
+    assert not (ROOT / "HACKED").exists() and not (problem.path / "HACKED").exists()
+    assert not Path("/usr/HACKED").exists()
