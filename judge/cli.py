@@ -47,7 +47,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         language = get_language(args.lang) if args.lang else infer_language(source_path, source)
         device = detect(args.device)
-        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device))
+        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
         options = JudgeOptions(seed=args.seed, timing=not args.no_timing)
         result = judge_source(problem, source, language=language, device=device,
                               sandbox=sandbox, options=options)
@@ -67,7 +67,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failed = False
     try:
         device = detect(args.device)
-        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device))
+        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
     except (DeviceUnavailable, ValueError) as exc:
         raise BadInput(str(exc)) from None
     for path in args.paths:

@@ -29,6 +29,7 @@ class DeviceInfo:
     arch: str | None = None  # e.g. sm_90a
     peak_gbps: float | None = None
     peak_tflops: float | None = None
+    uuid: str | None = None  # GPU-…, how container runtimes name one GPU
 
     @property
     def flush_bytes(self) -> int:
@@ -111,7 +112,9 @@ def detect(requested: str | None = None) -> DeviceInfo:
         props = torch.cuda.get_device_properties(i)
         peaks = next((v for k, v in KNOWN_PEAKS.items() if k in props.name), (None, None))
         arch = os.environ.get("KJUDGE_CUDA_ARCH") or cuda_arch(props.major, props.minor)
-        return DeviceInfo("cuda", f"cuda:{i}", props.name, props.L2_cache_size, arch, *peaks)
+        uuid = getattr(props, "uuid", None)
+        return DeviceInfo("cuda", f"cuda:{i}", props.name, props.L2_cache_size, arch, *peaks,
+                          uuid=f"GPU-{uuid}" if uuid else None)
     if kind == "maca":
         raise DeviceUnavailable("MACA devices are detected through the MACA build of torch, "
                                 "which this environment does not have")

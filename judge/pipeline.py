@@ -253,6 +253,8 @@ class Judging:
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
         device_env, run_device = visible_device_env(self.device)
+        if self.sandbox.single_device and self.device.kind != "cpu":
+            device_env, run_device = {}, f"{self.device.kind}:0"
         config = {
             "loader": language.loader,
             "artifact": self.sandbox.path(sub, artifact.name),

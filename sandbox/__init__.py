@@ -29,8 +29,10 @@ BACKENDS: dict[str, type[Sandbox]] = {
 PREFERENCE = ("docker", "bwrap", "process")
 
 
-def get_sandbox(name: str = "auto", devices: Sequence[str] = ()) -> Sandbox:
-    """A backend by name; `devices` are the accelerator device nodes its runs may open."""
+def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
+                gpu_uuid: str | None = None) -> Sandbox:
+    """A backend by name; `devices` are the accelerator device nodes its runs may open and
+    `gpu_uuid` the one NVIDIA GPU a container gets."""
     if name == "auto":
         name = next(n for n in PREFERENCE if BACKENDS[n].available())
     if name not in BACKENDS:
@@ -40,6 +42,8 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = ()) -> Sandbox:
         raise ValueError(f"sandbox backend {name!r} is not available on this host")
     if backend is ProcessSandbox:
         return backend()
+    if backend is DockerSandbox:
+        return backend(devices=devices, gpu_uuid=gpu_uuid)
     return backend(devices=devices)
 
 

@@ -236,6 +236,8 @@ class Sandbox(ABC):
         """The interpreter that runs the harness inside this sandbox."""
         return sys.executable
 
+    single_device = False  # True: the sandbox exposes exactly one accelerator, as device 0
+
     @abstractmethod
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
         """The full command line that runs argv inside this sandbox."""

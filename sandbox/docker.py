@@ -154,6 +154,7 @@ class DockerProcess(SandboxProcess):
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates_filesystem = True
+    single_device = True  # one GPU by device request (or one set of MACA nodes)
 
     def __init__(self, image: str | None = None, devices: Sequence[str] = (),
                  gpu_uuid: str | None = None, owner: str | None = None,
@@ -167,7 +168,8 @@ class DockerSandbox(Sandbox):
                             if host_python is None else host_python)
         self.devices = [d for d in devices if "nvidia" not in d]  # NVIDIA: device request
         self.gpu_uuid = gpu_uuid
-        self.owner = owner or os.environ.get("KJUDGE_WORKER_DEVICE") or "cli"
+        # a worker names itself (KJUDGE_SANDBOX_OWNER=worker-cuda:0) to find its leftovers
+        self.owner = owner or os.environ.get("KJUDGE_SANDBOX_OWNER") or f"cli-{os.getpid()}"
         self.cpus = float(os.environ.get("KJUDGE_DOCKER_CPUS", "1"))
 
     @classmethod

@@ -70,3 +70,32 @@ def test_harness_imports_only_stdlib_and_torch():
                 continue
             for name in names:
                 assert name.split(".")[0] in allowed, f"{file.name} imports {name}"
+
+
+def test_a_worker_removes_the_containers_its_predecessor_left(sandbox):
+    if sandbox.name != "docker":
+        pytest.skip("docker only")
+    from sandbox.docker import LABEL, OWNER_LABEL, remove_leftovers
+
+    owner = "worker-test-leftovers"
+    sandbox.client.containers.run(sandbox.image_id, ["/usr/bin/sleep", "300"], detach=True,
+                                  network_mode="none", labels={LABEL: "1", OWNER_LABEL: owner},
+                                  volumes={"/usr": {"bind": "/usr", "mode": "ro"}})
+    other = sandbox.client.containers.run(sandbox.image_id, ["/usr/bin/sleep", "300"],
+                                          detach=True, network_mode="none",
+                                          labels={LABEL: "1", OWNER_LABEL: "someone-else"},
+                                          volumes={"/usr": {"bind": "/usr", "mode": "ro"}})
+    try:
+        assert remove_leftovers(owner) == 1
+        assert not sandbox.client.containers.list(all=True, filters={
+            "label": f"{OWNER_LABEL}={owner}"})
+        assert other.id in {c.id for c in sandbox.client.containers.list()}
+    finally:
+        other.remove(force=True)
+
+
+def test_docker_refuses_an_image_that_is_not_pinned():
+    from sandbox.docker import ImageNotPinned, resolve_image
+
+    with pytest.raises(ImageNotPinned, match="not pinned"):
+        resolve_image(None, "kjudge-test:latest")

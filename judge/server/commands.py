@@ -86,7 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     workers = []
     if not args.no_worker:
         device = args.device or embedded_device(config)
-        env = {**os.environ, "KJUDGE_WORKER_DEVICE": device}
+        env = {**os.environ, "KJUDGE_WORKER_DEVICE": device,
+               "KJUDGE_SANDBOX_OWNER": f"worker-{device}-embedded"}
         for i in range(args.workers):
             argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
             workers.append(subprocess.Popen(argv, env=env))
@@ -109,6 +110,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     config = settings()
     os.environ["KJUDGE_WORKER_DEVICE"] = args.device or ""
+    os.environ["KJUDGE_SANDBOX_OWNER"] = f"worker-{args.device or 'auto'}"
     queues = queues_for(config, args.queue, args.device)
     name = f"{(args.device or 'cpu').replace(':', '')}@%h"
     os.execv(sys.executable, worker_argv(queues, args.concurrency, name))

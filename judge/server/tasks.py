@@ -17,6 +17,7 @@ from functools import cache
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_init
 
 from judge.server import db, service
 from judge.server.config import Settings, settings
@@ -106,6 +107,21 @@ def sweep(config: Settings) -> dict:
 
 
 # -- the worker side --------------------------------------------------------------------------
+@worker_init.connect
+def _remove_leftover_containers(**_kwargs) -> None:
+    """A worker that died mid-judging may have left containers: remove them before starting."""
+    from sandbox.docker import DockerSandbox, remove_leftovers
+
+    if os.environ.get("KJUDGE_SANDBOX", "auto") in ("auto", "docker") and \
+            DockerSandbox.available():
+        owner = os.environ.get("KJUDGE_SANDBOX_OWNER", "")
+        if not owner:
+            return
+        removed = remove_leftovers(owner)
+        if removed:
+            log.warning("removed %d leftover sandbox container(s) of %s", removed, owner)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{os.environ.get('KJUDGE_WORKER_DEVICE', 'cpu')}"
 
@@ -184,7 +200,7 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         problem = load_problem(problem_path)
         device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
         sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
-                              devices=device_nodes(device))
+                              devices=device_nodes(device), gpu_uuid=device.uuid)
         result = judge_source(problem, source, language=language, device=device,
                               sandbox=sandbox, options=JudgeOptions(on_state=on_state))
     except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
