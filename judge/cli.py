@@ -128,6 +128,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return report.compare_exit_code(rows)
 
 
+def cmd_image_check(args: argparse.Namespace) -> int:
+    from sandbox.docker import ImageNotPinned, check_image
+
+    try:
+        found = check_image(args.image, host_python=args.host_python)
+    except (ImageNotPinned, RuntimeError) as exc:
+        raise BadInput(str(exc)) from None
+    except Exception as exc:  # engine unreachable, image missing
+        raise BadInput(f"cannot inspect {args.image}: {exc}") from None
+    for key, value in found.items():
+        print(f"{key:<10} {value}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kjudge", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -167,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("slug")
     n.add_argument("--dir", default=str(problems_root()))
     n.set_defaults(func=cmd_new)
+    img = sub.add_parser("image", help="sandbox images").add_subparsers(dest="action",
+                                                                         required=True)
+    ic = img.add_parser("check", help="versions inside an image (pinned by digest)")
+    ic.add_argument("image", help="name@sha256:… or sha256:…")
+    ic.add_argument("--host-python", action="store_true",
+                    help="bind the host's Python (test images made with docker import)")
+    ic.set_defaults(func=cmd_image_check)
     commands.register(sub)
     return parser
 

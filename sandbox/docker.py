@@ -211,7 +211,7 @@ class DockerSandbox(Sandbox):
             user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
             pids_limit=limits.pids, mem_limit=memory, memswap_limit=memory,
             nano_cpus=int(self.cpus * 1e9), working_dir=cwd.target,
-            tmpfs={"/tmp": "rw,size=512m,mode=1777"}, volumes=self._volumes(mounts),
+            tmpfs={"/tmp": "rw,size=512m,uid=65534,gid=65534"}, volumes=self._volumes(mounts),
             environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd.target,
                          "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env},
             ulimits=[docker.types.Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
@@ -234,3 +234,39 @@ def remove_leftovers(owner: str) -> int:
             container.remove(force=True)
             removed += 1
     return removed
+
+
+PROBE = """
+import json, shutil, subprocess, sys
+found = {"python": sys.version.split()[0]}
+for name in ("torch", "triton", "tilelang"):
+    try:
+        found[name] = __import__(name).__version__
+    except Exception as exc:
+        found[name] = "missing" if isinstance(exc, ImportError) else f"error: {exc}"
+for tool in ("g++", "nvcc", "mxcc"):
+    path = shutil.which(tool)
+    if path is None:
+        found[tool] = "missing"
+        continue
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.splitlines()
+    found[tool] = next((l for l in out if "release" in l), out[0] if out else "?").strip()
+print(json.dumps(found))
+"""
+
+
+def check_image(pinned: str, host_python: bool = False) -> dict:
+    """The Python, torch, Triton, TileLang and compiler versions found inside an image."""
+    import json
+
+    sandbox = DockerSandbox(image=pinned, host_python=host_python, owner="image-check")
+    scratch = Path(os.environ.get("TMPDIR", "/tmp"))
+    mount = Mount(scratch, "/kj/scratch")
+    result = sandbox.run([sandbox.python, "-c", PROBE], mounts=[mount], cwd=mount,
+                         env={"HOME": "/tmp"},
+                         limits=SandboxLimits(memory_mb=4096, output_bytes=1 << 16),
+                         timeout_s=300)
+    lines = [line for line in result.output.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"the probe failed in {pinned}: {result.output[-2000:]}")
+    return {"image": pinned, "id": sandbox.image_id, **json.loads(lines[-1])}

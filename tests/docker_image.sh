@@ -6,6 +6,7 @@ set -euo pipefail
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{etc,tmp,kj,proc,dev,sys,usr,root,work,run}
+chmod 1777 "$root/tmp"
 for d in bin lib lib64 sbin; do ln -s "usr/$d" "$root/$d"; done
 echo "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin" > "$root/etc/passwd"
 echo "nogroup:x:65534:" > "$root/etc/group"

@@ -118,3 +118,16 @@ def test_bundled_problems_validate_with_their_self_tests(slug):
     out = kjudge("problem", "validate", PROBLEMS / slug)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "FAIL" not in out.stdout
+
+
+def test_image_check_prints_the_versions_inside():
+    from tests.conftest import docker_test_image
+
+    image = docker_test_image()
+    if image is None:
+        pytest.skip("no docker engine or test image here")
+    out = kjudge("image", "check", image, "--host-python")
+    assert out.returncode == 0, out.stderr
+    for name in ("python", "torch", "triton", "tilelang", "g++", "nvcc"):
+        assert name in out.stdout
+    assert kjudge("image", "check", "kjudge-test:latest").returncode == 2  # not pinned
