@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,11 +56,31 @@ def device_nodes(device: DeviceInfo) -> list[str]:
     /dev/dri).
     """
     if device.kind == "cuda":
-        return sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+        nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+        minor = _nvidia_minor(device)
+        if minor is None:
+            return nodes  # unknown mapping: CUDA_VISIBLE_DEVICES alone narrows it down
+        per_gpu = re.compile(r"^/dev/nvidia\d+$")
+        return [n for n in nodes if not per_gpu.match(n) or n == f"/dev/nvidia{minor}"]
     if device.kind == "maca":
         listed = os.environ.get("KJUDGE_MACA_DEVICES", "/dev/mxcd:/dev/dri").split(":")
         return [p for p in listed if p and Path(p).exists()]
     return []
+
+
+def _nvidia_minor(device: DeviceInfo) -> int | None:
+    """The /dev/nvidiaN minor of this GPU, from the driver's per-GPU information files."""
+    if not device.uuid:
+        return None
+    for info in Path("/proc/driver/nvidia/gpus").glob("*/information"):
+        try:
+            text = info.read_text()
+        except OSError:
+            continue
+        if device.uuid.removeprefix("GPU-").lower() in text.lower():
+            match = re.search(r"Device Minor:\s*(\d+)", text)
+            return int(match.group(1)) if match else None
+    return None
 
 
 def visible_device_env(device: DeviceInfo) -> tuple[dict[str, str], str]:
