@@ -22,7 +22,9 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-START, END = "<!-- judge_overhead:start -->", "<!-- judge_overhead:end -->"
+sys.path.insert(0, str(ROOT))
+
+from bench.benchmarks_md import write_section  # noqa: E402
 
 
 def judge_once(problem: Path, source: Path, sandbox: str) -> tuple[float, dict]:
@@ -77,12 +79,7 @@ def main() -> None:
     block = "\n".join(lines)
     print(block)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        text = path.read_text()
-        head, _, rest = text.partition(START)
-        _, _, tail = rest.partition(END)
-        path.write_text(f"{head}{START}\n{block}\n{END}{tail}")
-
+        write_section("judge_overhead", "Judge overhead and reproducibility (`vector_add`, CPU)", block)
 
 if __name__ == "__main__":
     main()

@@ -22,13 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.benchmarks_md import write_section  # noqa: E402
 from judge.device import detect  # noqa: E402
 from judge.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem import load_problem  # noqa: E402
 from sandbox import Mount, SandboxLimits  # noqa: E402
 from tests.conftest import docker_test_image  # noqa: E402
 
-START, END = "<!-- sandbox_overhead:start -->", "<!-- sandbox_overhead:end -->"
 EMPTY = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
 
 
@@ -90,14 +90,7 @@ def main() -> None:
     ])
     print(block)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        text = path.read_text()
-        if START not in text:
-            text += f"\n## Sandbox backends (issue 4)\n\n{START}\n{END}\n"
-        head, _, rest = text.partition(START)
-        _, _, tail = rest.partition(END)
-        path.write_text(f"{head}{START}\n{block}\n{END}{tail}")
-
+        write_section("sandbox_overhead", "Sandbox backends (issue 4)", block)
 
 if __name__ == "__main__":
     main()

@@ -24,9 +24,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.benchmarks_md import write_section  # noqa: E402
 from tests.server.stack import PROBLEMS, Stack, wait_for  # noqa: E402
 
-START, END = "<!-- service_load:start -->", "<!-- service_load:end -->"
 SOURCE = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
 
 
@@ -148,14 +148,7 @@ def main() -> None:
     block = "\n".join(lines)
     print(block)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        text = path.read_text()
-        if START not in text:
-            text += f"\n## Service (issue 3)\n\n{START}\n{END}\n"
-        head, _, rest = text.partition(START)
-        _, _, tail = rest.partition(END)
-        path.write_text(f"{head}{START}\n{block}\n{END}{tail}")
-
+        write_section("service_load", "Service (issue 3)", block)
 
 if __name__ == "__main__":
     main()
