@@ -20,6 +20,7 @@ system-deps:
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server)
 	@command -v dockerd >/dev/null || (apt-get update -qq && apt-get install -y -qq docker.io)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	@# the docker sandbox tests need a running engine and the local test image
 	@docker info >/dev/null 2>&1 || (mkdir -p var && \
 	    (dockerd --iptables=false --bridge=none > var/dockerd.log 2>&1 &) && \

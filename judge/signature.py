@@ -44,6 +44,6 @@ def describe(args: Sequence[Arg]) -> list[str]:
     """One line per argument, for statements and the CLI."""
     lines = []
     for a in args:
-        shape = f"[{', '.join(str(s) for s in a.shape)}]" if a.shape else "scalar"
-        lines.append(f"{a.name}: {a.role} {a.dtype} {shape}")
+        shape = f" [{', '.join(str(s) for s in a.shape)}]" if a.shape else ""
+        lines.append(f"{a.name}: {a.role} {a.dtype}{shape}")
     return lines

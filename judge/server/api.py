@@ -135,10 +135,30 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
                             status_code=422)
 
     _routes(app)
+    from judge import web
+
+    web.mount(app)
     return app
 
 
 # -- views ----------------------------------------------------------------------------------
+def render_markdown(text: str) -> str:
+    """Statements are written by organizers (trusted): Markdown with code blocks and tables."""
+    import markdown
+
+    return markdown.markdown(text, extensions=["fenced_code", "tables"])
+
+
+def highlight_source(source: str, language: str) -> str:
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+
+    lexer = get_lexer_by_name("cuda" if language in ("cuda", "maca") else
+                              "cpp" if language == "cpp" else "python")
+    return highlight(source, lexer, HtmlFormatter(noclasses=True, nowrap=False))
+
+
 def judging_view(judging: Judging | None, show_secret: bool, admin: bool) -> dict:
     if judging is None:
         return {}
@@ -185,11 +205,18 @@ def _routes(app: FastAPI) -> None:
     def health() -> dict:
         return {"ok": True}
 
+    @app.get("/api/me")
+    def me(user: UserDep) -> dict:
+        return {"name": user.name, "role": user.role}
+
     @app.get("/api/problems")
-    def problems(s: SessionDep) -> list[dict]:
+    def problems(s: SessionDep,
+                 user: Annotated[User | None, Depends(optional_user)] = None) -> list[dict]:
         rows = s.scalars(select(Problem).where(Problem.active).order_by(Problem.slug))
+        stats = service.problem_stats(s, user)
         return [{"slug": p.slug, "title": p.title, "languages": p.languages,
-                 "version": p.version} for p in rows]
+                 "version": p.version, **stats.get(p.slug, {"solvers": 0, "best_score": None})}
+                for p in rows]
 
     @app.get("/api/problems/{slug}")
     def problem(slug: str, s: SessionDep) -> dict:
@@ -204,9 +231,10 @@ def _routes(app: FastAPI) -> None:
             path = loaded.template_path(language)
             templates[language] = {"file": path.name, "source": path.read_text()}
         statement = loaded.path / "statement.md"
+        text = statement.read_text() if statement.is_file() else ""
         return {
             "slug": row.slug, "title": spec.title, "version": loaded.version,
-            "statement": statement.read_text() if statement.is_file() else "",
+            "statement": text, "statement_html": render_markdown(text),
             "languages": spec.languages,
             "signature": {lang: signature.declaration(spec.signature, lang)
                           for lang in spec.languages},
@@ -235,8 +263,12 @@ def _routes(app: FastAPI) -> None:
         return {"id": submission.id, "judging_id": work.judging_id, "state": "QUEUED"}
 
     @app.get("/api/submissions/{submission_id}")
-    def get_submission(submission_id: int, s: SessionDep, user: UserDep) -> dict:
-        return submission_view(service.get_submission(s, user, submission_id), user)
+    def get_submission(submission_id: int, s: SessionDep, user: UserDep,
+                       highlight: bool = False) -> dict:
+        view = submission_view(service.get_submission(s, user, submission_id), user)
+        if highlight:
+            view["source_html"] = highlight_source(view["source"], view["language"])
+        return view
 
     @app.get("/api/submissions")
     def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,

@@ -325,6 +325,23 @@ def rejudge_progress(s: Session, rejudge_id: int) -> dict:
     return {"total": len(judgings), "done": done, "pending": len(judgings) - done}
 
 
+# -- problem statistics ---------------------------------------------------------------------
+def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
+    """Per problem: how many users have an accepted submission, and this user's best score."""
+    solvers: dict[str, set[int]] = {}
+    best: dict[str, float] = {}
+    for submission in s.scalars(select(Submission).join(Problem)):
+        judging = current_judging(submission)
+        if judging is None or judging.verdict != "AC":
+            continue
+        slug = submission.problem.slug
+        solvers.setdefault(slug, set()).add(submission.user_id)
+        if user is not None and submission.user_id == user.id:
+            best[slug] = max(best.get(slug, 0.0), judging.score)
+    return {slug: {"solvers": len(users), "best_score": best.get(slug)}
+            for slug, users in solvers.items()}
+
+
 # -- leaderboard ----------------------------------------------------------------------------
 def leaderboard(s: Session, contest: Contest | None = None) -> dict:
     """Per user: best valid AC score per problem (across languages), total, and rank.

@@ -1,0 +1,485 @@
+// kernel-judge web pages: a single page over the REST API. No external assets.
+"use strict";
+
+const state = { token: localStorage.getItem("kj_token"), name: localStorage.getItem("kj_name"),
+                role: localStorage.getItem("kj_role"), timer: null, clockTimer: null };
+const $ = (sel, root = document) => root.querySelector(sel);
+const view = () => $("#view");
+
+function esc(value) {
+  return String(value ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;",
+    ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+}
+function num(value, digits = 4) {
+  if (value === null || value === undefined || value === "") return "–";
+  if (typeof value === "string") return esc(value);
+  return Number(value).toPrecision(digits).replace(/\.?0+$/, "").replace(/\.?0+e/, "e");
+}
+function verdict(v, stateName) {
+  if (!v) return `<span class="pending">${esc(stateName || "QUEUED")}</span>`;
+  return `<span class="v-${esc(v)}">${esc(v)}</span>`;
+}
+function when(iso) { return iso ? new Date(iso).toLocaleString() : "–"; }
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+async function api(path, options = {}) {
+  const headers = { ...(options.headers || {}) };
+  if (state.token) headers.Authorization = `Bearer ${state.token}`;
+  if (options.body && typeof options.body !== "string") {
+    headers["Content-Type"] = "application/json";
+    options = { ...options, body: JSON.stringify(options.body) };
+  }
+  const response = await fetch(path, { ...options, headers });
+  const text = await response.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = text; }
+  if (!response.ok) {
+    if (response.status === 401 && state.token) signOut(false);
+    throw new ApiError(response.status, (data && data.error) || `HTTP ${response.status}`);
+  }
+  return data;
+}
+
+function banner(message) {
+  const el = $("#banner");
+  el.textContent = message || "";
+  el.hidden = !message;
+}
+function every(ms, fn) {
+  clearInterval(state.timer);
+  state.timer = setInterval(() => fn().catch((e) => banner(e.message)), ms);
+}
+
+// -- chrome -----------------------------------------------------------------------------------
+function renderHeader() {
+  const links = [["#/problems", "Problems"], ["#/submissions", "My submissions"],
+                 ["#/leaderboard", "Leaderboard"]];
+  if (state.role === "admin") links.push(["#/admin", "Organizer"]);
+  const here = location.hash.split("/").slice(0, 2).join("/");
+  $("#nav").innerHTML = state.token ? links.map(([href, label]) =>
+    `<a href="${href}" class="${here === href ? "active" : ""}">${label}</a>`).join("") : "";
+  $("#who").innerHTML = state.token
+    ? `${esc(state.name)} <button class="secondary" id="signout">Sign out</button>`
+    : `<a href="#/signin">Sign in</a>`;
+  const out = $("#signout");
+  if (out) out.onclick = () => signOut(true);
+}
+function signOut(navigate) {
+  for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
+  Object.assign(state, { token: null, name: null, role: null });
+  renderHeader();
+  if (navigate) location.hash = "#/signin";
+}
+async function startClock() {
+  clearInterval(state.clockTimer);
+  let contests = [];
+  try { contests = await api("/api/contests"); } catch { return; }
+  const contest = contests.find((c) => c.state === "running") ||
+                  contests.find((c) => c.state === "not_started");
+  if (!contest) { $("#clock").textContent = ""; return; }
+  const tick = () => {
+    const now = Date.now();
+    const start = contest.starts_at ? Date.parse(contest.starts_at) : null;
+    const end = contest.ends_at ? Date.parse(contest.ends_at) : null;
+    let text;
+    if (start && now < start) text = `starts in ${duration(start - now)}`;
+    else if (end && now >= end) text = "ended";
+    else text = end ? `running, ${duration(end - now)} left` : "running";
+    $("#clock").textContent = `${contest.title}: ${text}`;
+  };
+  tick();
+  state.clockTimer = setInterval(tick, 1000);
+}
+function duration(ms) {
+  const s = Math.floor(ms / 1000);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+  return `${h}h ${String(m).padStart(2, "0")}m ${String(s % 60).padStart(2, "0")}s`;
+}
+
+// -- pages ------------------------------------------------------------------------------------
+async function signInPage() {
+  view().innerHTML = `<h1>Sign in</h1>
+    <form id="signin" class="stack">
+      <label for="token">API token (from your organizer, or <code>kjudge user add NAME</code>)</label>
+      <input id="token" type="password" autocomplete="off" required size="48">
+      <button type="submit">Sign in</button>
+      <div class="error" id="signin-error"></div>
+    </form>`;
+  $("#signin").onsubmit = async (event) => {
+    event.preventDefault();
+    state.token = $("#token").value.trim();
+    try {
+      const me = await api("/api/me");
+      localStorage.setItem("kj_token", state.token);
+      localStorage.setItem("kj_name", me.name);
+      localStorage.setItem("kj_role", me.role);
+      Object.assign(state, { name: me.name, role: me.role });
+      location.hash = "#/problems";
+    } catch (e) {
+      state.token = null;
+      $("#signin-error").textContent = e.status === 401 ? "That token is not valid." : e.message;
+    }
+  };
+}
+
+async function problemsPage() {
+  const problems = await api("/api/problems");
+  view().innerHTML = `<h1>Problems</h1><div class="scroll"><table>
+    <tr><th>Problem</th><th class="hide-narrow">Languages</th><th class="num">My best</th>
+        <th class="num">Solvers</th></tr>
+    ${problems.map((p) => `<tr><td><a href="#/problems/${esc(p.slug)}">${esc(p.title)}</a></td>
+      <td class="hide-narrow">${esc(p.languages.join(", "))}</td>
+      <td class="num">${num(p.best_score)}</td><td class="num">${p.solvers}</td></tr>`).join("")}
+    </table></div>`;
+}
+
+async function problemPage(slug) {
+  const p = await api(`/api/problems/${encodeURIComponent(slug)}`);
+  const saved = sessionStorage.getItem(`kj_src_${slug}`);
+  const language = sessionStorage.getItem(`kj_lang_${slug}`) || p.languages[0];
+  const limitKiB = p.limits.source_kb;
+  const titled = p.statement_html.trimStart().startsWith("<h1");  // the statement's own title
+  view().innerHTML = `${titled ? "" : `<h1>${esc(p.title)}</h1>`}
+    <div class="statement">${p.statement_html}</div>
+    <h2>Entry point</h2>
+    <div class="row"><label for="sig-lang">Language</label>
+      <select id="sig-lang">${p.languages.map((l) => `<option>${esc(l)}</option>`).join("")}</select></div>
+    <pre id="signature"></pre>
+    <ul>${p.arguments.map((a) => `<li><code>${esc(a)}</code></li>`).join("")}</ul>
+    <div class="cards">
+      <div class="card">rtol<b>${num(p.tolerance.rtol)}</b></div>
+      <div class="card">atol<b>${num(p.tolerance.atol)}</b></div>
+      <div class="card">matched_ratio ≥<b>${num(p.tolerance.matched_ratio)}</b></div>
+      <div class="card">time per call<b>${num(p.limits.run_s)} s</b></div>
+      <div class="card">memory<b>${num(p.limits.memory_mb)} MB</b></div>
+      <div class="card">score<b>${esc(p.scoring.score)}</b><span class="muted">${esc(p.scoring.aggregate)}</span></div>
+    </div>
+    <h2>Sample test points</h2>
+    <table><tr><th>name</th><th>parameters</th><th>devices</th></tr>
+      ${p.samples.map((s) => `<tr><td>${esc(s.name)}</td><td><code>${esc(JSON.stringify(s.params))}</code></td>
+        <td>${esc(s.devices.join(", "))}</td></tr>`).join("")}</table>
+    <p class="muted">${p.test_points} test points in all; the others are secret.</p>
+    <h2>Starter templates</h2>
+    <p>${p.languages.map((l) => `<a href="#" data-template="${esc(l)}">${esc(p.templates[l].file)}</a>`).join(" · ")}</p>
+    <h2>Submit</h2>
+    <form id="submit" class="stack">
+      <div class="row"><label for="language">Language</label>
+        <select id="language">${p.languages.map((l) => `<option ${l === language ? "selected" : ""}>${esc(l)}</option>`).join("")}</select>
+        <label for="upload">or upload a file</label><input id="upload" type="file"></div>
+      <textarea id="source" spellcheck="false" placeholder="run_kernel source"></textarea>
+      <div class="row"><button type="submit">Submit</button>
+        <span id="size" class="muted"></span></div>
+      <div class="error" id="submit-error"></div>
+    </form>`;
+  const signature = () => { $("#signature").textContent = p.signature[$("#sig-lang").value]; };
+  $("#sig-lang").onchange = signature;
+  signature();
+  for (const link of view().querySelectorAll("[data-template]")) {
+    link.onclick = (event) => {
+      event.preventDefault();
+      const t = p.templates[link.dataset.template];
+      const blob = new Blob([t.source], { type: "text/plain" });
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = t.file;
+      a.click();
+    };
+  }
+  const source = $("#source");
+  source.value = saved ?? p.templates[language].source;
+  const showSize = () => {
+    const kib = new Blob([source.value]).size / 1024;
+    $("#size").textContent = `${kib.toFixed(1)} KiB of ${limitKiB} KiB`;
+    $("#size").className = kib > limitKiB ? "error" : "muted";
+    sessionStorage.setItem(`kj_src_${slug}`, source.value);
+  };
+  source.oninput = showSize;
+  source.onkeydown = (event) => {  // Tab inserts spaces; the editor keeps indentation
+    if (event.key === "Tab") {
+      event.preventDefault();
+      source.setRangeText("    ", source.selectionStart, source.selectionEnd, "end");
+      showSize();
+    } else if (event.key === "Enter") {
+      const before = source.value.slice(0, source.selectionStart);
+      const indent = before.slice(before.lastIndexOf("\n") + 1).match(/^[ \t]*/)[0];
+      event.preventDefault();
+      source.setRangeText("\n" + indent, source.selectionStart, source.selectionEnd, "end");
+      showSize();
+    }
+  };
+  $("#language").onchange = () => {
+    sessionStorage.setItem(`kj_lang_${slug}`, $("#language").value);
+    if (!sessionStorage.getItem(`kj_src_${slug}`)) source.value = p.templates[$("#language").value].source;
+  };
+  $("#upload").onchange = async () => {
+    const file = $("#upload").files[0];
+    if (file) { source.value = await file.text(); showSize(); }
+  };
+  showSize();
+  $("#submit").onsubmit = async (event) => {
+    event.preventDefault();
+    $("#submit-error").textContent = "";
+    const body = { problem: slug, language: $("#language").value, source: source.value };
+    if (new Blob([source.value]).size / 1024 > limitKiB) {
+      $("#submit-error").textContent = `The source is larger than ${limitKiB} KiB.`;
+      return;
+    }
+    try {
+      const created = await api("/api/submissions", { method: "POST", body });
+      location.hash = `#/submissions/${created.id}`;
+    } catch (e) {
+      $("#submit-error").textContent = e.message;  // the source stays in the editor
+    }
+  };
+}
+
+async function submissionsPage() {
+  const admin = state.role === "admin";
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const filters = admin ? `<form id="filters" class="row">
+      <input name="user" placeholder="user" value="${esc(params.get("user") || "")}">
+      <input name="problem" placeholder="problem" value="${esc(params.get("problem") || "")}">
+      <input name="verdict" placeholder="verdict" value="${esc(params.get("verdict") || "")}">
+      <button type="submit" class="secondary">Filter</button></form>` : "";
+  view().innerHTML = `<h1>${admin ? "All submissions" : "My submissions"}</h1>${filters}
+    <div class="scroll"><table id="subs"></table></div>`;
+  if (admin) {
+    $("#filters").onsubmit = (event) => {
+      event.preventDefault();
+      const query = new URLSearchParams([...new FormData(event.target)].filter(([, v]) => v));
+      location.hash = `#/submissions?${query}`;
+    };
+  }
+  const load = async () => {
+    const rows = await api(`/api/submissions?${params}`);
+    $("#subs").innerHTML = `<tr><th>#</th>${admin ? "<th>user</th>" : ""}<th>problem</th>
+      <th class="hide-narrow">language</th><th>verdict</th><th class="num">score</th>
+      <th class="num">speedup</th><th class="num hide-narrow">time ms</th>
+      <th class="num hide-narrow">memory MB</th><th class="hide-narrow">submitted</th></tr>` +
+      rows.map((r) => `<tr data-id="${r.id}"><td><a href="#/submissions/${r.id}">${r.id}</a></td>
+        ${admin ? `<td>${esc(r.user)}</td>` : ""}<td>${esc(r.problem)}</td>
+        <td class="hide-narrow">${esc(r.language)}</td>
+        <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</td>
+        <td class="num">${num(r.score)}</td><td class="num">${num(r.speedup)}</td>
+        <td class="num hide-narrow">${num(r.time_ms)}</td>
+        <td class="num hide-narrow">${num(r.peak_memory_mb)}</td>
+        <td class="hide-narrow">${when(r.created_at)}</td></tr>`).join("");
+    return rows.some((r) => r.state !== "DONE");
+  };
+  if (await load()) every(1500, async () => { if (!(await load())) clearInterval(state.timer); });
+}
+
+function speedupChart(tests) {
+  const timed = tests.filter((t) => typeof t.speedup === "number");
+  if (!timed.length) return "";
+  const max = Math.max(1, ...timed.map((t) => t.speedup));
+  const width = 720, bar = 22, left = 140, height = timed.length * (bar + 6) + 24;
+  const x = (v) => left + (v / max) * (width - left - 60);
+  return `<h2>Speedup per test point</h2><svg class="chart" viewBox="0 0 ${width} ${height}"
+    role="img" aria-label="speedup per test point">
+    <line x1="${x(1)}" y1="0" x2="${x(1)}" y2="${height - 18}" stroke="#999" stroke-dasharray="4"/>
+    <text x="${x(1)}" y="${height - 4}" font-size="11" text-anchor="middle">1× (baseline)</text>
+    ${timed.map((t, i) => `<text x="${left - 6}" y="${i * (bar + 6) + 16}" font-size="12"
+        text-anchor="end">${esc(t.name)}</text>
+      <rect x="${left}" y="${i * (bar + 6)}" width="${x(t.speedup) - left}" height="${bar}"
+        fill="${t.speedup >= 1 ? "#1a7f37" : "#cf222e"}"/>
+      <text x="${x(t.speedup) + 4}" y="${i * (bar + 6) + 16}" font-size="12">${num(t.speedup, 3)}×</text>`).join("")}
+    </svg>`;
+}
+
+function testsTable(tests) {
+  return `<div class="scroll"><table><tr><th>test</th><th>verdict</th><th class="num">matched</th>
+    <th class="num">max abs</th><th class="num">max rel</th><th class="hide-narrow">worst mismatches</th>
+    <th class="num">time ms</th><th class="num">baseline ms</th><th class="num">speedup</th>
+    <th class="num hide-narrow">spread</th><th class="num hide-narrow">GB/s</th>
+    <th class="num hide-narrow">TFLOP/s</th></tr>
+    ${tests.map((t) => `<tr><td>${esc(t.name)}${t.sample === false ? ' <span class="muted">(secret)</span>' : ""}</td>
+      <td>${t.verdict ? verdict(t.verdict) : '<span class="muted">not run</span>'}</td>
+      <td class="num">${num(t.matched_ratio, 6)}</td><td class="num">${num(t.max_abs_err, 3)}</td>
+      <td class="num">${num(t.max_rel_err, 3)}</td>
+      <td class="hide-narrow">${(t.worst || []).map((w) => `<code>[${esc(w.index.join(","))}] ${num(w.got, 5)} ≠ ${num(w.expected, 5)}</code>`).join("<br>")}
+        ${t.verdict && t.verdict !== "AC" && t.message ? `<div class="error">${esc(t.message.split("\n").slice(-3).join("\n"))}</div>` : ""}</td>
+      <td class="num">${num(t.time_ms)}</td><td class="num">${num(t.baseline_ms)}</td>
+      <td class="num">${num(t.speedup, 3)}</td>
+      <td class="num hide-narrow">${t.rel_spread != null ? (100 * t.rel_spread).toFixed(1) + "%" : "–"}</td>
+      <td class="num hide-narrow">${num(t.gbps)}</td><td class="num hide-narrow">${num(t.tflops)}</td></tr>`).join("")}
+    </table></div>`;
+}
+
+async function submissionPage(id) {
+  const load = async () => {
+    const r = await api(`/api/submissions/${id}?highlight=true`);
+    const history = await api(`/api/submissions/${id}/judgings`);
+    const mine = await api(`/api/submissions?problem=${encodeURIComponent(r.problem)}`);
+    view().innerHTML = `<h1>Submission ${r.id}</h1>
+      <div class="cards">
+        <div class="card">status<b>${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</b></div>
+        <div class="card">total score<b>${num(r.score)}</b></div>
+        <div class="card">speedup<b>${num(r.speedup)}</b></div>
+        <div class="card">time<b>${num(r.time_ms)} ms</b></div>
+        <div class="card">memory<b>${num(r.peak_memory_mb)} MB</b></div>
+        <div class="card">language<b>${esc(r.language)}</b></div>
+        <div class="card">problem<b><a href="#/problems/${esc(r.problem)}">${esc(r.problem)}</a></b>
+          <span class="muted">version ${esc(r.problem_version || "–")}</span></div>
+        <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
+      </div>
+      ${r.message ? `<p class="error">${esc(r.message)}</p>` : ""}
+      ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
+      <h2>Special judge report</h2>${testsTable(r.tests || [])}
+      ${speedupChart(r.tests || [])}
+      <h2>Judging history</h2><table><tr><th>judging</th><th>verdict</th><th class="num">score</th>
+        <th>finished</th><th>rejudge reason</th></tr>
+        ${history.map((h) => `<tr><td>${h.judging_id}</td><td>${h.state === "DONE" ? verdict(h.verdict) : verdict(null, h.state)}</td>
+          <td class="num">${num(h.score)}</td><td>${when(h.finished_at)}</td>
+          <td>${esc(h.rejudge_reason || "")}</td></tr>`).join("")}</table>
+      <h2>Compare with…</h2>
+      <form id="compare" class="row"><select id="other">${mine.filter((m) => m.id !== r.id)
+        .map((m) => `<option value="${m.id}">#${m.id} ${esc(m.language)} ${esc(m.verdict || m.state)}</option>`).join("")}</select>
+        <button class="secondary" type="submit">Compare test points</button></form>
+      <h2>Source</h2><div class="source">${r.source_html || `<pre>${esc(r.source)}</pre>`}</div>`;
+    $("#compare").onsubmit = (event) => {
+      event.preventDefault();
+      if ($("#other").value) location.hash = `#/compare/${r.id}/${$("#other").value}`;
+    };
+    return r.state !== "DONE" || history.some((h) => h.state !== "DONE");
+  };
+  if (await load()) every(1500, async () => { if (!(await load())) clearInterval(state.timer); });
+}
+
+async function comparePage(a, b) {
+  const [x, y] = await Promise.all([api(`/api/submissions/${a}`), api(`/api/submissions/${b}`)]);
+  const names = [...new Set([...(x.tests || []), ...(y.tests || [])].map((t) => t.name))];
+  const find = (r, n) => (r.tests || []).find((t) => t.name === n) || {};
+  view().innerHTML = `<h1>#${x.id} (${esc(x.language)}) vs #${y.id} (${esc(y.language)})</h1>
+    <table><tr><th>test point</th><th>#${x.id}</th><th class="num">ms</th><th>#${y.id}</th>
+      <th class="num">ms</th><th class="num">change</th></tr>
+    ${names.map((n) => { const p = find(x, n), q = find(y, n);
+      const change = typeof p.time_ms === "number" && typeof q.time_ms === "number"
+        ? `${((q.time_ms / p.time_ms - 1) * 100).toFixed(1)}%` : "–";
+      return `<tr><td>${esc(n)}</td><td>${verdict(p.verdict)}</td><td class="num">${num(p.time_ms)}</td>
+        <td>${verdict(q.verdict)}</td><td class="num">${num(q.time_ms)}</td><td class="num">${change}</td></tr>`; }).join("")}
+    <tr><th>total</th><td>${verdict(x.verdict)}</td><td class="num">${num(x.time_ms)}</td>
+      <td>${verdict(y.verdict)}</td><td class="num">${num(y.time_ms)}</td><td></td></tr></table>`;
+}
+
+async function leaderboardPage() {
+  const load = async () => {
+    const board = await api("/api/leaderboard");
+    view().innerHTML = `<h1>Leaderboard</h1>
+      ${board.me ? `<div class="cards"><div class="card">my rank<b>${board.me.rank}</b></div>
+        <div class="card">my total<b>${num(board.me.total)}</b></div></div>` : ""}
+      <div class="scroll"><table id="board"><tr><th class="num">rank</th><th>user</th><th class="num">total</th>
+        ${board.problems.map((p) => `<th class="num">${esc(p)}</th>`).join("")}</tr>
+      ${board.rows.map((r) => `<tr class="${r.user === state.name ? "me" : ""}"><td class="num">${r.rank}</td>
+        <td>${esc(r.user)}</td><td class="num">${num(r.total)}</td>
+        ${board.problems.map((p) => `<td class="num">${num(r.problems[p])}</td>`).join("")}</tr>`).join("")}
+      </table></div>`;
+    return true;
+  };
+  await load();
+  every(4000, load);
+}
+
+async function adminPage() {
+  view().innerHTML = `<h1>Organizer</h1>
+    <h2>Queue and workers</h2><div id="queue"></div>
+    <h2>Rejudge</h2>
+    <form id="rejudge" class="stack">
+      <div class="row"><input name="submission_ids" placeholder="submission ids: 3 4 9">
+        <input name="problem" placeholder="problem"><input name="user" placeholder="user">
+        <input name="verdict" placeholder="verdict"><input name="since" type="datetime-local"></div>
+      <input name="reason" placeholder="reason (required)" required size="60">
+      <button type="submit">Rejudge</button><div id="rejudge-result"></div></form>
+    <h2>Problems</h2><button id="reload" class="secondary">Reload problem folders</button>
+    <div id="reload-result"></div>
+    <h2>Users</h2><form id="adduser" class="row"><input name="name" placeholder="name" required>
+      <label><input type="checkbox" name="admin"> admin</label><button type="submit">Add user</button></form>
+    <div id="user-result"></div><table id="users"></table>`;
+  const loadQueue = async () => {
+    const q = await api("/api/queue");
+    $("#queue").innerHTML = `<table><tr><th>queue</th><th class="num">queued</th><th class="num">running</th>
+      <th>oldest waiting</th></tr>${Object.entries(q.queues).map(([name, e]) => `<tr><td>${esc(name)}</td>
+      <td class="num">${e.queued}</td><td class="num">${e.running}</td><td>${when(e.oldest_waiting)}</td></tr>`).join("")
+      || '<tr><td colspan="4" class="muted">nothing waiting</td></tr>'}</table>
+      <table><tr><th>worker</th><th>last heartbeat</th></tr>${q.workers.map((w) =>
+        `<tr><td>${esc(w.name)}</td><td>${when(w.last_seen)}</td></tr>`).join("")}</table>`;
+  };
+  const loadUsers = async () => {
+    const users = await api("/api/users");
+    $("#users").innerHTML = `<tr><th>user</th><th>role</th><th>since</th></tr>` + users.map((u) =>
+      `<tr><td>${esc(u.name)}</td><td>${esc(u.role)}</td><td>${when(u.created_at)}</td></tr>`).join("");
+  };
+  $("#rejudge").onsubmit = async (event) => {
+    event.preventDefault();
+    const form = Object.fromEntries(new FormData(event.target));
+    const body = { reason: form.reason };
+    if (form.submission_ids) body.submission_ids = form.submission_ids.split(/[\s,]+/).filter(Boolean).map(Number);
+    for (const key of ["problem", "user", "verdict"]) if (form[key]) body[key] = form[key];
+    if (form.since) body.since = new Date(form.since).toISOString();
+    try {
+      const r = await api("/api/rejudge", { method: "POST", body });
+      const show = async () => {
+        const p = await api(`/api/rejudge/${r.id}`);
+        $("#rejudge-result").innerHTML = `<p id="rejudge-progress">Rejudge ${p.id}: ${p.done} of ${p.total} done</p>`;
+        return p.pending > 0;
+      };
+      if (await show()) every(1500, async () => { await loadQueue(); if (!(await show())) clearInterval(state.timer); });
+    } catch (e) { $("#rejudge-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  $("#reload").onclick = async () => {
+    try {
+      const r = await api("/api/problems/reload", { method: "POST" });
+      $("#reload-result").innerHTML = `<p>Loaded: ${esc(r.loaded.join(", "))}</p>` +
+        Object.entries(r.invalid).map(([slug, issues]) => `<p class="error">${esc(slug)}:\n${esc(issues.join("\n"))}</p>`).join("");
+    } catch (e) { $("#reload-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  $("#adduser").onsubmit = async (event) => {
+    event.preventDefault();
+    const form = new FormData(event.target);
+    try {
+      const u = await api("/api/users", { method: "POST", body: { name: form.get("name"), admin: form.get("admin") === "on" } });
+      $("#user-result").innerHTML = `<p>Token for ${esc(u.name)} (shown once): <code>${esc(u.token)}</code></p>`;
+      await loadUsers();
+    } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  await Promise.all([loadQueue(), loadUsers()]);
+}
+
+function errorPage(title, message) {
+  view().innerHTML = `<h1>${esc(title)}</h1><p>${esc(message)}</p><p><a href="#/problems">Back to the problems</a></p>`;
+}
+
+// -- router -----------------------------------------------------------------------------------
+const routes = [
+  [/^#\/signin$/, signInPage, false],
+  [/^#\/problems$/, problemsPage, true],
+  [/^#\/problems\/([\w-]+)$/, problemPage, true],
+  [/^#\/submissions(\?.*)?$/, submissionsPage, true],
+  [/^#\/submissions\/(\d+)$/, submissionPage, true],
+  [/^#\/compare\/(\d+)\/(\d+)$/, comparePage, true],
+  [/^#\/leaderboard$/, leaderboardPage, true],
+  [/^#\/admin$/, adminPage, true],
+];
+async function route() {
+  clearInterval(state.timer);
+  banner("");
+  if (!location.hash || location.hash === "#/") location.hash = state.token ? "#/problems" : "#/signin";
+  renderHeader();
+  for (const [pattern, page, needsToken] of routes) {
+    const match = location.hash.match(pattern);
+    if (!match) continue;
+    if (needsToken && !state.token) { location.hash = "#/signin"; return; }
+    try {
+      await page(...match.slice(1).filter((m) => m !== undefined && !m.startsWith("?")));
+    } catch (e) {
+      errorPage(e.status === 404 ? "Not found" : "Something went wrong", e.message);
+    }
+    return;
+  }
+  errorPage("Not found", `There is no page at ${location.hash}.`);
+}
+window.addEventListener("hashchange", route);
+startClock();
+route();
