@@ -73,6 +73,8 @@ class DockerProcess(SandboxProcess):
         buffer = b""
         try:
             while chunk := self._raw.recv(65536):
+                if self.output_exceeded:
+                    continue  # keep draining: a blocked stream would stall the engine's kill
                 buffer += chunk
                 while len(buffer) >= 8:
                     kind, size = struct.unpack(">BxxxL", buffer[:8])
@@ -82,7 +84,7 @@ class DockerProcess(SandboxProcess):
                     if kind == 1 and self.protocol:
                         self._add_stdout(payload)
                     elif not self._add_log(payload):
-                        return
+                        break
         except OSError:
             pass
         finally:
@@ -92,7 +94,12 @@ class DockerProcess(SandboxProcess):
         self._raw.sendall(data)
 
     def kill(self) -> None:
+        """Ask the engine to kill the container, without blocking the caller: the reader thread
+        calls this on OLE and must keep draining the stream, or the engine stalls."""
         self._peak = max(getattr(self, "_peak", 0.0), self._read_peak())  # gone once stopped
+        threading.Thread(target=self._kill_now, daemon=True).start()
+
+    def _kill_now(self) -> None:
         with contextlib.suppress(Exception):
             self.container.kill()
 
@@ -121,7 +128,10 @@ class DockerProcess(SandboxProcess):
         self.kill()
         self.wait(10)
         self._oom = self._inspect_oom()
+        with contextlib.suppress(OSError):
+            self._raw.shutdown(socket.SHUT_RDWR)  # the SocketIO wrapper alone keeps it open
         with contextlib.suppress(Exception):
+            self._raw.close()
             self._socket.close()
         with contextlib.suppress(Exception):
             self.container.remove(force=True)

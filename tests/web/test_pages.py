@@ -120,6 +120,11 @@ def test_contestant_submits_and_reads_the_reports(browser, stack):
     page.wait_for_selector("#subs .v-RV")
     assert page.locator("#subs tr[data-id]").count() == 3
     shot(page, "submissions")
+    # compare the accepted and the wrong submission test point by test point
+    ids = [page.locator("#subs tr[data-id]").nth(i).get_attribute("data-id") for i in (1, 2)]
+    page.goto(stack.url + f"/#/compare/{ids[1]}/{ids[0]}")
+    page.wait_for_selector("h1:has-text('vs')")
+    assert "n1048576" in page.inner_text("main") and "WA" in page.inner_text("main")
     assert page.errors == []
     page.close()
 
@@ -149,8 +154,13 @@ def test_organizer_rejudges_and_sees_the_history(browser, stack):
     page.close()
 
 
-def test_phone_width_and_error_pages(browser, stack):
+def test_phone_width_contest_clock_and_error_pages(browser, stack):
+    created = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "cup", "title": "Kernel Cup", "problems": ["vector_add"],
+        "ends_at": "2099-01-01T00:00:00Z"})
+    assert created.status_code == 201
     page = sign_in(browser, stack, stack.admin, width=390)
+    page.wait_for_selector("#clock:has-text('Kernel Cup: running')")
     page.goto(stack.url + "/#/leaderboard")
     page.wait_for_selector("#board")
     shot(page, "leaderboard-phone")
