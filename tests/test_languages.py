@@ -106,3 +106,60 @@ def test_every_cuda_template_compiles_for_hopper(template, default_sandbox):
     h200 = DeviceInfo("cuda", "cuda:0", "H200", 60 * 2**20, arch="sm_90a")
     result = get_language("cuda").compile(template.read_text(), h200, default_sandbox, LIMITS, 120)
     assert result.ok, result.log
+
+
+TEMPLATES = Path(__file__).parents[1] / "problems"
+
+
+def _load(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"template_{path.parts[-3]}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES.glob("*/templates/triton.py")),
+                         ids=lambda p: p.parts[-3])
+def test_every_triton_template_compiles_to_ptx_for_hopper(template):
+    """Ahead-of-time, without a GPU: the kernels a GPU worker would JIT compile for sm_90."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kernels = [v for v in vars(_load(template)).values()
+               if isinstance(v, triton.runtime.JITFunction)]
+    assert kernels
+    for kernel in kernels:
+        signature, constexprs = {}, {}
+        for param in kernel.params:  # fp32 pointers, int32 sizes, 64 for every block size
+            if param.is_constexpr:
+                signature[param.name], constexprs[param.name] = "constexpr", 64
+            else:
+                signature[param.name] = "*fp32" if param.name.endswith("_ptr") else "i32"
+        compiled = triton.compile(ASTSource(fn=kernel, signature=signature,
+                                            constexprs=constexprs),
+                                  target=GPUTarget("cuda", 90, 32))
+        assert ".entry" in compiled.asm["ptx"]
+
+
+TILELANG_BUILDERS = {"vector_add": ("make_add", (4096,)), "softmax": ("make_softmax", (128, 1024)),
+                     "matmul": ("make_matmul", (256, 256, 256))}
+
+
+@pytest.mark.parametrize("slug", sorted(TILELANG_BUILDERS))
+def test_every_tilelang_template_lowers_to_cuda_for_hopper(slug):
+    import tilelang
+    from tvm import target as tvm_target
+
+    maker, args = TILELANG_BUILDERS[slug]
+    module = _load(TEMPLATES / slug / "templates" / "tilelang.py")
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    with tvm_target.Target(target):
+        artifact = tilelang.lower(getattr(module, maker)(*args), target=target)
+    assert "__global__" in artifact.kernel_source
+
+
+def test_every_tilelang_template_is_lowered_by_the_test_above():
+    assert {p.parts[-3] for p in TEMPLATES.glob("*/templates/tilelang.py")} == set(TILELANG_BUILDERS)
