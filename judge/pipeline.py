@@ -150,6 +150,9 @@ class Judging:
             "toolchain": language.toolchain_version(), "judge": judge.__version__,
         }
         self.kernel_ms = 0.0
+        if not sandbox.isolates_filesystem:
+            self.result.flags.append(f"judged in the {sandbox.name} sandbox, which isolates "
+                                     "neither files nor network: not for untrusted code")
 
     # -- stages ----------------------------------------------------------------------------
     def run(self) -> JudgeResult:

@@ -229,3 +229,11 @@ def run_kernel(a, b, c, n):
 """
     result = judge(vector_add, source, cpu, default_sandbox, language="torch")
     assert result.verdict is Verdict.RE
+
+
+def test_judging_without_isolation_is_flagged(vector_add, cpu):
+    from sandbox import get_sandbox
+
+    result = judge(vector_add, "solutions/AC/loop.cpp", cpu, get_sandbox("process"))
+    assert result.verdict is Verdict.AC
+    assert any("isolates neither" in flag for flag in result.flags)

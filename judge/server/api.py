@@ -275,14 +275,14 @@ def _routes(app: FastAPI) -> None:
                          verdict: str | None = None, user_name: Annotated[
                              str | None, Query(alias="user")] = None,
                          limit: int = Query(100, le=1000)) -> list[dict]:
-        query = select(Submission).order_by(Submission.id.desc())
+        query = service.with_results(select(Submission)).order_by(Submission.id.desc())
         if not user.is_admin:
             query = query.where(Submission.user_id == user.id)
         elif user_name:
             query = query.join(User).where(User.name == user_name)
         if problem:
             query = query.where(Submission.problem_id == service.get_problem(s, problem).id)
-        rows = [submission_view(x, user, with_source=False) for x in s.scalars(query)]
+        rows = [submission_view(x, user, with_source=False) for x in s.scalars(query).unique()]
         if verdict:
             rows = [r for r in rows if r["verdict"] == verdict]
         return rows[:limit]

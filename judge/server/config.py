@@ -55,10 +55,6 @@ class Settings:
     def hard_time_limit_s(self) -> int:
         return self.soft_time_limit_s + 60
 
-    @property
-    def embedded_broker(self) -> bool:
-        return self.broker_url.startswith("sqla+")
-
     def queue_for(self, device_kind: str, model: str = "", rejudge: bool = False) -> str:
         """judge.cpu, judge.cuda.h100, …; rejudges go to the `.rejudge` twin of the queue."""
         name = f"{self.queue_prefix}.{device_kind}" + (f".{model}" if model else "")

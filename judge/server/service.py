@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload, selectinload
 
 from judge.languages import LANGUAGES
 from judge.problem import ProblemError, load_problem
@@ -184,6 +184,13 @@ def _check_rate(s: Session, settings: Settings, user: User) -> None:
                                 "minute; wait and submit again")
 
 
+def with_results(query):
+    """Load the judgings, user and problem of each submission in a few queries, not one per row
+    (leaderboard and problem lists are polled by every open page)."""
+    return query.options(selectinload(Submission.judgings), joinedload(Submission.user),
+                         joinedload(Submission.problem))
+
+
 def current_judging(submission: Submission) -> Judging | None:
     """The latest finished valid judging: the submission's one current result.
 
@@ -330,7 +337,7 @@ def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
     """Per problem: how many users have an accepted submission, and this user's best score."""
     solvers: dict[str, set[int]] = {}
     best: dict[str, float] = {}
-    for submission in s.scalars(select(Submission).join(Problem)):
+    for submission in s.scalars(with_results(select(Submission))).unique():
         judging = current_judging(submission)
         if judging is None or judging.verdict != "AC":
             continue
@@ -349,7 +356,7 @@ def leaderboard(s: Session, contest: Contest | None = None) -> dict:
     Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
     the total was first reached (the latest of the per-problem first-best times).
     """
-    query = select(Submission).join(Problem)
+    query = with_results(select(Submission))
     if contest is not None:
         query = query.where(Submission.contest_id == contest.id)
         if contest.starts_at:
@@ -359,7 +366,7 @@ def leaderboard(s: Session, contest: Contest | None = None) -> dict:
     problems = contest.problems if contest else sorted(
         s.scalars(select(Problem.slug).where(Problem.active)).all())
     best: dict[str, dict[str, tuple[float, datetime]]] = {}
-    for submission in s.scalars(query.order_by(Submission.created_at, Submission.id)):
+    for submission in s.scalars(query.order_by(Submission.created_at, Submission.id)).unique():
         judging = current_judging(submission)
         if judging is None or judging.verdict != "AC" or submission.problem.slug not in problems:
             continue
