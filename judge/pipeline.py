@@ -33,6 +33,7 @@ from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.result import JudgeResult, TestReport
 from judge.rules import check_rules
+from judge.telemetry import gpu_state
 from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
     Mount,
@@ -85,6 +86,7 @@ class Contender:
     scratch: Mount
     sandbox: Sandbox
     versions: dict = field(default_factory=dict)
+    setup: dict = field(default_factory=dict)  # flush size, persisting-L2 reset (from the harness)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -207,6 +209,7 @@ class Judging:
             self.result.tests = [self._report(t, None) for t in tests]
             return
         self.result.applied["versions"] = submission.versions
+        self.result.applied["timing_setup"] = submission.setup
         try:
             self._check_all(submission, tests, cases)
             verdicts = [t.verdict for t in self.result.tests if t.verdict]
@@ -290,6 +293,7 @@ class Judging:
             proc.close()
             raise
         contender.versions = ready.get("versions", {})
+        contender.setup = ready.get("device", {})
         return contender
 
     # -- correctness -----------------------------------------------------------------------
@@ -366,6 +370,7 @@ class Judging:
         except RunFailure as failure:
             raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") from None
         self.result.applied["baseline_language"] = baseline_lang.name
+        before = gpu_state(self.device)
         try:
             reports = {r.name: r for r in self.result.tests}
             for test in tests:
@@ -384,6 +389,9 @@ class Judging:
                     return
         finally:
             base.proc.close()
+            if before is not None:
+                self.result.applied["gpu_state"] = {"before": before,
+                                                    "after": gpu_state(self.device)}
 
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
                    cases: list[TestCase], report: TestReport) -> None:

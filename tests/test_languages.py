@@ -62,7 +62,7 @@ def test_maca_command_line_with_a_fake_mxcc(tmp_path, cpu, monkeypatch):
     log = tmp_path / "argv.txt"
     fake.write_text(f'#!/bin/sh\necho "$@" > {log}\nout=""; prev=""\n'
                     'for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
-                    'echo built > "$out"\n')
+                    'test -f kjudge_check.maca || exit 3\necho built > "$out"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("KJUDGE_MXCC", str(fake))
     monkeypatch.setenv("KJUDGE_MACA_ARCH", "xcore1000")
@@ -72,7 +72,8 @@ def test_maca_command_line_with_a_fake_mxcc(tmp_path, cpu, monkeypatch):
     assert result.ok, result.log
     argv = log.read_text().split()
     assert argv[:2] == ["-x", "maca"] and "--offload-arch=xcore1000" in argv
-    assert "-shared" in argv and "-fPIC" in argv and argv[-1] == "submission.maca"
+    assert "-shared" in argv and "-fPIC" in argv
+    assert argv[-2:] == ["submission.maca", "kjudge_check.maca"]  # the error check is linked in
     assert maca.runtime_env(cpu)["MACA_PATH"] == os.environ.get("KJUDGE_MACA_PATH", "/opt/maca")
 
 
@@ -120,6 +121,29 @@ def _load(path: Path):
     return module
 
 
+TRITON_TYPES = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "int8": "*i8",
+                "int32": "*i32", "int64": "*i64"}
+
+
+def _triton_signature(kernel, slug: str) -> tuple[dict, dict]:
+    """Types from the problem's signature: `<arg>_ptr` gets that argument's dtype, scalars
+    theirs; pointers the signature does not name (scratch buffers) are fp32, other values i32."""
+    import yaml
+
+    spec = yaml.safe_load((TEMPLATES / slug / "problem.yaml").read_text())
+    dtypes = {a["name"]: a["dtype"] for a in spec["signature"]}
+    signature, constexprs = {}, {}
+    for param in kernel.params:
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constexprs[name] = "constexpr", 64
+        elif name.endswith("_ptr"):
+            signature[name] = TRITON_TYPES[dtypes.get(name.removesuffix("_ptr"), "float32")]
+        else:
+            signature[name] = "fp32" if dtypes.get(name, "").startswith("float") else "i32"
+    return signature, constexprs
+
+
 @pytest.mark.parametrize("template", sorted(TEMPLATES.glob("*/templates/triton.py")),
                          ids=lambda p: p.parts[-3])
 def test_every_triton_template_compiles_to_ptx_for_hopper(template):
@@ -132,12 +156,7 @@ def test_every_triton_template_compiles_to_ptx_for_hopper(template):
                if isinstance(v, triton.runtime.JITFunction)]
     assert kernels
     for kernel in kernels:
-        signature, constexprs = {}, {}
-        for param in kernel.params:  # fp32 pointers, int32 sizes, 64 for every block size
-            if param.is_constexpr:
-                signature[param.name], constexprs[param.name] = "constexpr", 64
-            else:
-                signature[param.name] = "*fp32" if param.name.endswith("_ptr") else "i32"
+        signature, constexprs = _triton_signature(kernel, template.parts[-3])
         compiled = triton.compile(ASTSource(fn=kernel, signature=signature,
                                             constexprs=constexprs),
                                   target=GPUTarget("cuda", 90, 32))
@@ -145,7 +164,9 @@ def test_every_triton_template_compiles_to_ptx_for_hopper(template):
 
 
 TILELANG_BUILDERS = {"vector_add": ("make_add", (4096,)), "softmax": ("make_softmax", (128, 1024)),
-                     "matmul": ("make_matmul", (256, 256, 256))}
+                     "matmul": ("make_matmul", (256, 256, 256)),
+                     "rmsnorm": ("make_rmsnorm", (64, 4096, 1e-6)),
+                     "softmax_half": ("make_softmax", (64, 4096))}
 
 
 @pytest.mark.parametrize("slug", sorted(TILELANG_BUILDERS))

@@ -19,6 +19,8 @@ Requests:
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
+import glob
 import importlib.util
 import json
 import os
@@ -55,25 +57,59 @@ class Channel:
         self.out.flush()
 
 
+def _find_cudart():
+    """The CUDA runtime library torch runs on (its wheel's, or the system's), or None."""
+    roots = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+    roots += [os.path.join(p, "nvidia") for p in sys.path if os.path.isdir(os.path.join(p, "nvidia"))]
+    found = [f for root in roots for f in sorted(glob.glob(os.path.join(root, "**", "libcudart.so*"),
+                                                          recursive=True))]
+    system = ctypes.util.find_library("cudart")
+    for path in found + ([system] if system else []):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
 class Device:
+    """The device the harness runs on: synchronization, the cache flush and one call's timing.
+
+    On a GPU (torch's "cuda" device, also MACA's torch build) every timed call starts from a cold
+    L2: persisting-L2 lines a submission may have set up are reset (cudaCtxResetPersistingL2Cache)
+    and a buffer of at least twice the L2 size, read from the device, is written.
+    """
+
     def __init__(self, name: str, flush_bytes: int):
         self.name = name
         self.torch_device = torch.device(name)
         self.is_cuda = self.torch_device.type == "cuda"
+        self._reset_persisting_l2 = None
         if self.is_cuda:
             torch.cuda.set_device(self.torch_device)
             self._sync = torch.cuda.synchronize
             self._event = torch.cuda.Event
+            l2_bytes = getattr(torch.cuda.get_device_properties(self.torch_device),
+                               "L2_cache_size", 0)
+            flush_bytes = max(flush_bytes, 2 * l2_bytes)
+            cudart = _find_cudart() if torch.version.cuda else None
+            self._reset_persisting_l2 = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
         self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
                                         device=self.torch_device)
         self.flushes = 0
+
+    def describe(self) -> dict:
+        return {"flush_bytes": self.flush_buffer.numel(),
+                "persisting_l2_reset": self._reset_persisting_l2 is not None}
 
     def synchronize(self) -> None:
         if self.is_cuda:
             self._sync()
 
     def flush_cache(self) -> None:
-        """Write the whole flush buffer (>= 2x the last-level cache) so no call starts warm."""
+        """Reset persisting L2 lines, then write the whole flush buffer so no call starts warm."""
+        if self._reset_persisting_l2 is not None:
+            self._reset_persisting_l2()
         self.flushes += 1
         self.flush_buffer.fill_(self.flushes & 0xFF)
 
@@ -113,16 +149,29 @@ def load_native(path: str, args: list[dict]):
     fn.restype = None
     fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
                    for a in args]
+    check = getattr(lib, "kjudge_device_check", None)  # linked in by the judge (cuda, maca)
+    if check is not None:
+        check.restype = ctypes.c_int
+        check.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
     def call(*values):
         converted = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values]
         fn(*converted)
+        if check is not None:
+            message = ctypes.create_string_buffer(512)
+            if check(message, len(message)):
+                raise DeviceError("device error after run_kernel returned: "
+                                  + message.value.decode(errors="replace"))
 
     return call
 
 
 class LoadError(Exception):
     pass
+
+
+class DeviceError(Exception):
+    """A launch or asynchronous device error left by run_kernel (runtime error, no traceback)."""
 
 
 def poison(t: torch.Tensor) -> None:
@@ -259,6 +308,8 @@ def _save(outputs: dict[str, torch.Tensor], path: str) -> None:
 
 
 def _format_error(exc: BaseException) -> str:
+    if isinstance(exc, DeviceError):
+        return str(exc)[-MAX_ERROR:]
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return text[-MAX_ERROR:]
 
@@ -292,7 +343,7 @@ def main() -> None:
         kind = "CE" if isinstance(exc, (LoadError, SyntaxError, OSError)) else "RE"
         channel.reply(ok=False, kind=kind, error=_format_error(exc))
         return
-    channel.reply(ok=True, ready=True, versions=versions())
+    channel.reply(ok=True, ready=True, versions=versions(), device=harness.device.describe())
     harness.serve()
 
 

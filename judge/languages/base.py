@@ -59,6 +59,10 @@ class Language:
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         return {}
 
+    def support_sources(self) -> dict[str, str]:
+        """Trusted sources compiled into the artifact beside the submission: file name -> text."""
+        return {}
+
     def detects(self, source: str) -> bool:
         """Whether a .py source is meant for this language (import-based)."""
         return False
@@ -79,7 +83,8 @@ class Language:
 
     def cache_key(self, source: str, device: DeviceInfo) -> str:
         command = self.compile_command(self.source_name, "artifact", device)
-        material = json.dumps([self.name, self.toolchain_version(), command, source])
+        material = json.dumps([self.name, self.toolchain_version(), command, source,
+                               self.support_sources()])
         return hashlib.sha256(material.encode()).hexdigest()[:24]
 
     def compile(self, source: str, device: DeviceInfo, sandbox: Sandbox,
@@ -98,6 +103,8 @@ class Language:
             build = Path(tmp)
             build.chmod(0o777)
             (build / self.source_name).write_text(source)
+            for name, text in self.support_sources().items():
+                (build / name).write_text(text)
             artifact_name = "artifact.so" if self.loader == "native" else self.source_name
             command = self.compile_command(self.source_name, artifact_name, device)
             log, ok, timed_out = "", True, False
@@ -164,6 +171,11 @@ def _store(entry: Path, built: Path, log: str) -> Path:
     except OSError:  # another worker stored the same key first
         shutil.rmtree(tmp, ignore_errors=True)
     return entry / built.name
+
+
+@cache
+def support_source(name: str) -> str:
+    return (Path(__file__).parent / "support" / name).read_text()
 
 
 @cache

@@ -6,9 +6,10 @@ import os
 import shlex
 
 from judge.device import DeviceInfo
-from judge.languages.base import Language, tool_version
+from judge.languages.base import Language, support_source, tool_version
 
 DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
+CHECK_SOURCE = "kjudge_check.cu"  # kjudge_device_check: CUDA errors after run_kernel become RE
 
 
 class Cuda(Language):
@@ -28,10 +29,13 @@ class Cuda(Language):
     def arch(self, device: DeviceInfo) -> str:
         return device.arch or os.environ.get("KJUDGE_CUDA_ARCH", DEFAULT_ARCH)
 
+    def support_sources(self) -> dict[str, str]:
+        return {CHECK_SOURCE: support_source("cuda_check.cu")}
+
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
         flags = shlex.split(os.environ.get("KJUDGE_NVCC_FLAGS", "-O3 -std=c++17"))
         return [self.compiler, *flags, f"-arch={self.arch(device)}", "-shared",
-                "-Xcompiler", "-fPIC", "-o", output, source]
+                "-Xcompiler", "-fPIC", "-o", output, source, CHECK_SOURCE]
 
 
 LANGUAGE = Cuda()

@@ -11,7 +11,9 @@ import os
 import shlex
 
 from judge.device import DeviceInfo
-from judge.languages.base import Language, tool_version
+from judge.languages.base import Language, support_source, tool_version
+
+CHECK_SOURCE = "kjudge_check.maca"  # kjudge_device_check: MACA errors after run_kernel become RE
 
 
 class Maca(Language):
@@ -32,11 +34,14 @@ class Maca(Language):
     def toolchain_version(self) -> str:
         return tool_version((self.compiler, "--version"))
 
+    def support_sources(self) -> dict[str, str]:
+        return {CHECK_SOURCE: support_source("maca_check.maca")}
+
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
         flags = shlex.split(os.environ.get("KJUDGE_MXCC_FLAGS", "-O3 -std=c++17"))
         arch = device.arch or os.environ.get("KJUDGE_MACA_ARCH", "xcore1000")
         return [self.compiler, "-x", "maca", *flags, f"--offload-arch={arch}", "-shared",
-                "-fPIC", "-o", output, source]
+                "-fPIC", "-o", output, source, CHECK_SOURCE]
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         return {

@@ -1,11 +1,14 @@
 """`tilelang`: a Python module defining run_kernel over torch tensors with TileLang kernels.
 
 The harness tells the source which target to compile for through KJUDGE_TILELANG_TARGET:
-`c` on the CPU (elementwise kernels with local buffers), `cuda` on NVIDIA devices.
+`c` on the CPU (elementwise kernels with local buffers); on NVIDIA devices a JSON target dict with
+the device's architecture, e.g. {"kind": "cuda", "arch": "sm_90a"} (TileLang rejects string targets
+with an arch); `maca` on MetaX devices (the MACA build of TileLang).
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from judge.device import DeviceInfo
@@ -26,6 +29,8 @@ class TileLang(Language):
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         target = {"cpu": "c", "cuda": "cuda", "maca": "maca"}[device.kind]
+        if device.kind == "cuda" and device.arch:
+            target = json.dumps({"kind": "cuda", "arch": device.arch})
         return {"KJUDGE_TILELANG_TARGET": target, "TILELANG_CACHE_DIR": "/tmp/tilelang-cache",
                 "TVM_NUM_THREADS": "1"}
 

@@ -1,9 +1,11 @@
+import json
 import os
 
 import tilelang
 import tilelang.language as T
 
-TARGET = os.environ.get("KJUDGE_TILELANG_TARGET", "cuda")
+_target = os.environ.get("KJUDGE_TILELANG_TARGET", "cuda")  # "c" when judged on the CPU
+TARGET = json.loads(_target) if _target.startswith("{") else _target  # {"kind": "cuda", "arch": ...}
 _kernels = {}
 
 

@@ -1,0 +1,95 @@
+"""Device-side checks that can be exercised without a GPU: the CUDA error check linked into cuda
+submissions (here the launch fails for want of a driver, which is exactly what it must report)
+and the NVML reader (against a stand-in libnvidia-ml built with gcc)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from judge.device import DeviceInfo
+from judge.harness import main as harness
+from judge.languages import get_language
+from sandbox import SandboxLimits
+
+ROOT = Path(__file__).parents[1]
+H200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a",
+                  uuid="GPU-12345678-aaaa-bbbb-cccc-1234567890ab")
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_a_failed_launch_after_run_kernel_is_a_device_error_with_the_cuda_message(default_sandbox):
+    source = (ROOT / "problems/vector_add/templates/cuda.cu").read_text()
+    built = get_language("cuda").compile(source, H200, default_sandbox,
+                                         SandboxLimits(memory_mb=4096, pids=512), 120)
+    assert built.ok, built.log
+    args = [{"name": n, "role": r, "dtype": d} for n, r, d in (
+        ("a", "input", "float32"), ("b", "input", "float32"), ("c", "output", "float32"),
+        ("n", "scalar", "int32"))]
+    call = harness.load_native(str(built.artifact), args)
+    with pytest.raises(harness.DeviceError, match=r"cudaError\w+: "):
+        call(0, 0, 0, 1024)  # the launch fails: no driver here, as a bad grid fails on a GPU
+
+
+def test_a_cpp_library_has_no_device_check(tmp_path):
+    src = tmp_path / "k.cpp"
+    src.write_text('extern "C" void run_kernel(int n) {}')
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", tmp_path / "k.so", src], check=True)
+    harness.load_native(str(tmp_path / "k.so"), [{"name": "n", "role": "scalar",
+                                                   "dtype": "int32"}])(3)
+
+
+def test_the_cpu_harness_device_reports_its_flush_and_no_l2_reset():
+    device = harness.Device("cpu", 4096)
+    assert device.describe() == {"flush_bytes": 4096, "persisting_l2_reset": False}
+
+
+FAKE_NVML = r"""
+#include <string.h>
+typedef void* nvmlDevice_t;
+static int token;
+int nvmlInit_v2(void) { return 0; }
+int nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* d) {
+    if (strcmp(uuid, "GPU-12345678-aaaa-bbbb-cccc-1234567890ab")) return 13;
+    *d = &token; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) { *d = &token; return i ? 2 : 0; }
+int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
+    *mhz = type == 1 ? 1980 : 3201; return 0; }
+int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* c) { *c = 47; return 0; }
+int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { *mw = 312345; return 0; }
+int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* r) {
+    *r = 0x4 | 0x20; return 0; }
+"""
+
+
+def test_gpu_state_is_read_through_nvml(tmp_path, monkeypatch):
+    from judge import telemetry
+
+    (tmp_path / "nvml.c").write_text(FAKE_NVML)
+    lib = tmp_path / "libnvidia-ml.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", lib, tmp_path / "nvml.c"], check=True)
+    monkeypatch.setenv("KJUDGE_NVML_LIB", str(lib))
+    telemetry._nvml.cache_clear()
+    try:
+        assert telemetry.gpu_state(H200) == {
+            "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 47,
+            "power_w": 312.3, "throttle_reasons": ["sw_power_cap", "sw_thermal"]}
+        unknown = DeviceInfo("cuda", "cuda:0", "H200", 1, uuid="GPU-0000")
+        assert telemetry.gpu_state(unknown) is None
+        assert telemetry.gpu_state(DeviceInfo("cpu", "cpu", "x", 1)) is None
+    finally:
+        telemetry._nvml.cache_clear()
+
+
+def test_gpu_state_is_none_without_nvml(monkeypatch):
+    from judge import telemetry
+
+    monkeypatch.setenv("KJUDGE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+    telemetry._nvml.cache_clear()
+    try:
+        assert telemetry.gpu_state(H200) is None
+    finally:
+        telemetry._nvml.cache_clear()
