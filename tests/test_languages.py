@@ -166,7 +166,8 @@ def test_every_triton_template_compiles_to_ptx_for_hopper(template):
 TILELANG_BUILDERS = {"vector_add": ("make_add", (4096,)), "softmax": ("make_softmax", (128, 1024)),
                      "matmul": ("make_matmul", (256, 256, 256)),
                      "rmsnorm": ("make_rmsnorm", (64, 4096, 1e-6)),
-                     "softmax_half": ("make_softmax", (64, 4096))}
+                     "softmax_half": ("make_softmax", (64, 4096)),
+                     "int8_gemm": ("make_int8_gemm", (256, 512, 1024))}
 
 
 @pytest.mark.parametrize("slug", sorted(TILELANG_BUILDERS))
