@@ -125,9 +125,13 @@ TRITON_TYPES = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "in
                 "int32": "*i32", "int64": "*i64"}
 
 
+SCRATCH_TYPES = {"ids_ptr": "int32"}
+
+
 def _triton_signature(kernel, slug: str) -> tuple[dict, dict]:
     """Types from the problem's signature: `<arg>_ptr` gets that argument's dtype, scalars
-    theirs; pointers the signature does not name (scratch buffers) are fp32, other values i32."""
+    theirs; pointers the signature does not name (scratch buffers) are fp32, other values i32
+    (name them in SCRATCH_TYPES when they are not)."""
     import yaml
 
     spec = yaml.safe_load((TEMPLATES / slug / "problem.yaml").read_text())
@@ -135,10 +139,11 @@ def _triton_signature(kernel, slug: str) -> tuple[dict, dict]:
     signature, constexprs = {}, {}
     for param in kernel.params:
         name = param.name
-        if param.is_constexpr:
-            signature[name], constexprs[name] = "constexpr", 64
+        if param.is_constexpr:  # 64 for block sizes, 2 for counts such as TOPK
+            signature[name], constexprs[name] = "constexpr", 64 if "BLOCK" in name else 2
         elif name.endswith("_ptr"):
-            signature[name] = TRITON_TYPES[dtypes.get(name.removesuffix("_ptr"), "float32")]
+            dtype = dtypes.get(name.removesuffix("_ptr")) or SCRATCH_TYPES.get(name, "float32")
+            signature[name] = TRITON_TYPES[dtype]
         else:
             signature[name] = "fp32" if dtypes.get(name, "").startswith("float") else "i32"
     return signature, constexprs
