@@ -139,8 +139,8 @@ def _triton_signature(kernel, slug: str) -> tuple[dict, dict]:
     signature, constexprs = {}, {}
     for param in kernel.params:
         name = param.name
-        if param.is_constexpr:  # 64 for block sizes, 2 for counts such as TOPK
-            signature[name], constexprs[name] = "constexpr", 64 if "BLOCK" in name else 2
+        if param.is_constexpr:  # 64 for block sizes, 2 for counts (TOPK: loops unrolled that often)
+            signature[name], constexprs[name] = "constexpr", 2 if name == "TOPK" else 64
         elif name.endswith("_ptr"):
             dtype = dtypes.get(name.removesuffix("_ptr")) or SCRATCH_TYPES.get(name, "float32")
             signature[name] = TRITON_TYPES[dtype]
