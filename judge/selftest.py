@@ -26,9 +26,11 @@ class SelfTestOutcome:
     wall_s: float = 0.0
 
 
-def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox) -> list[SelfTestOutcome]:
+def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
+                   timing: bool = True) -> list[SelfTestOutcome]:
+    """Judge every self-test submission; with `timing`, the first AC one is also timed."""
     outcomes = []
-    timed_once = False
+    timed_once = not timing
     for expected, path in self_tests(problem):
         rel = path.relative_to(problem.path)
         source = path.read_text()

@@ -61,3 +61,15 @@ def default_sandbox():
     from sandbox import get_sandbox
 
     return get_sandbox("auto")
+
+
+def pytest_collection_modifyitems(config, items):
+    """`gpu` tests are skipped where no CUDA device is visible, and run everywhere else."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device visible")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

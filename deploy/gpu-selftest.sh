@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The device self-test, one command on a GPU machine (under 8 minutes on one H200):
+# validates every problem on the device, judges each AC self-test three times, prints the table
+# (problem, language, verdict, speedup, spread, judge overhead), then runs the GPU tests
+# (`pytest -m gpu`: timing accuracy, CUDA errors as RE, L2 reset, NVML). Results go to $OUT when
+# set (the device tool's output folder), else build/gpu-selftest/.
+#
+# The machine needs python3 with torch (CUDA), triton and nvcc. Missing pure-Python dependencies
+# (pydantic, tilelang, ...) can come as wheels in .whl/ (see deploy/README.md, "GPU self-test").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+OUT_DIR=${OUT:-build/gpu-selftest}
+mkdir -p "$OUT_DIR"
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/kjudge-site .whl/*.whl || exit 2
+    export PYTHONPATH="/tmp/kjudge-site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+export KJUDGE_CACHE_DIR=${KJUDGE_CACHE_DIR:-/tmp/kjudge-cache}
+
+$PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "no CUDA device visible")' || exit 2
+status=0
+timeout 330 $PY bench/gpu_selftest.py --device cuda --repeats "${REPEATS:-3}" --budget-s 270 \
+    --markdown "$OUT_DIR/selftest.md" "$@" 2>&1 | tee "$OUT_DIR/selftest.log" || status=1
+timeout 140 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs 2>&1 \
+    | tee "$OUT_DIR/pytest-gpu.log" || status=1
+cp build/gpu-timing.json "$OUT_DIR/" 2>/dev/null || true
+exit $status
