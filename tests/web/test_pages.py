@@ -101,6 +101,7 @@ def test_contestant_submits_and_reads_the_reports(browser, stack):
     submit(page, stack, (VA / "solutions/AC/loop.cpp").read_text(), "cpp")
     page.wait_for_selector(".card .v-AC", timeout=180_000)
     assert "Special judge report" in page.inner_text("main")
+    assert "How it ran" not in page.inner_text("main")  # organizers only
     assert page.locator("svg.chart rect").count() >= 1
     shot(page, "submission")
     # the leaderboard shows alice, highlighted, with her rank on top
@@ -146,6 +147,8 @@ def test_organizer_rejudges_and_sees_the_history(browser, stack):
     first = page.locator("#subs tr[data-id] a").last.get_attribute("href")
     page.goto(stack.url + "/" + first)
     page.wait_for_selector("text=baseline fixed")
+    applied = page.inner_text("table.applied")  # what actually ran, for organizers
+    assert "sandbox" in applied and "cache flush" in applied and "MiB" in applied
     page.goto(stack.url + "/#/admin")
     page.wait_for_selector("#reload")
     page.click("#reload")

@@ -308,6 +308,25 @@ function testsTable(tests) {
     </table></div>`;
 }
 
+// Organizers only (the API sends `applied` and `flags` to them): what actually ran.
+function appliedPanel(r) {
+  const a = r.applied, gpu = a.gpu_state || {};
+  const state = (s) => s ? `${num(s.sm_clock_mhz)} MHz SM, ${num(s.memory_clock_mhz)} MHz memory, `
+    + `${num(s.temperature_c)} °C, ${num(s.power_w)} W${(s.throttle_reasons || []).length
+      ? `, throttled: ${esc(s.throttle_reasons.join(", "))}` : ""}` : "–";
+  const rows = [
+    ["device", `${esc(a.device_model || "–")} <span class="muted">${esc(a.device || "")}</span>`],
+    ["sandbox", esc(a.sandbox || "–")], ["toolchain", esc(a.toolchain || "–")],
+    ["versions", esc(Object.entries(a.versions || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")],
+    ["cache flush", a.timing_setup ? `${num(a.timing_setup.flush_bytes / 2 ** 20)} MiB`
+      + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
+    ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
+    ["flags", esc((r.flags || []).join("; ") || "–")],
+  ];
+  return `<h2>How it ran</h2><table class="applied">${rows.map(([k, v]) =>
+    `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>`;
+}
+
 async function submissionPage(id) {
   const load = async () => {
     const r = await api(`/api/submissions/${id}?highlight=true`);
@@ -329,6 +348,7 @@ async function submissionPage(id) {
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
       <h2>Special judge report</h2>${testsTable(r.tests || [])}
       ${speedupChart(r.tests || [])}
+      ${r.applied ? appliedPanel(r) : ""}
       <h2>Judging history</h2><table><tr><th>judging</th><th>verdict</th><th class="num">score</th>
         <th>finished</th><th>rejudge reason</th></tr>
         ${history.map((h) => `<tr><td>${h.judging_id}</td><td>${h.state === "DONE" ? verdict(h.verdict) : verdict(null, h.state)}</td>
