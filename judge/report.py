@@ -44,7 +44,30 @@ def table(result: JudgeResult) -> str:
     if result.verdict.value == "CE" and result.compile_log:
         lines.append(result.compile_log.strip())
     lines.extend(f"flag: {flag}" for flag in result.flags)
+    lines.extend(_applied_lines(result.applied))
     return "\n".join(lines)
+
+
+def _gpu_state(state: dict | None) -> str:
+    if not state:
+        return "-"
+    text = (f"SM {state.get('sm_clock_mhz')} MHz, memory {state.get('memory_clock_mhz')} MHz, "
+            f"{state.get('temperature_c')} C, {state.get('power_w')} W")
+    throttled = state.get("throttle_reasons")
+    return text + (f", throttled: {', '.join(throttled)}" if throttled else "")
+
+
+def _applied_lines(applied: dict) -> list[str]:
+    """What actually ran: device and sandbox, and on a GPU the card's state around the timing."""
+    if not applied:
+        return []
+    lines = [f"ran on {applied.get('device_model')} ({applied.get('device')}), "
+             f"sandbox {applied.get('sandbox')}, {applied.get('toolchain')}"]
+    gpu = applied.get("gpu_state")
+    if gpu:
+        lines.append(f"gpu before timing: {_gpu_state(gpu.get('before'))}")
+        lines.append(f"gpu after timing:  {_gpu_state(gpu.get('after'))}")
+    return lines
 
 
 def to_json(result: JudgeResult) -> str:

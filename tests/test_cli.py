@@ -18,6 +18,23 @@ def test_judge_accepted_prints_a_table_and_exits_0():
     out = kjudge("judge", VA, VA / "solutions/AC/loop.cpp")
     assert out.returncode == 0, out.stderr
     assert "verdict AC" in out.stdout and "n100003" in out.stdout
+    assert "ran on " in out.stdout and "sandbox " in out.stdout
+
+
+def test_the_table_shows_the_gpu_state_around_the_timing():
+    from judge.report import table
+    from judge.result import JudgeResult
+    from judge.verdicts import Verdict
+
+    state = {"sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 51, "power_w": 420.5,
+             "throttle_reasons": ["sw_power_cap"]}
+    result = JudgeResult("p", "v", "cuda", Verdict.AC, applied={
+        "device": "cuda:0", "device_model": "NVIDIA H200", "sandbox": "docker",
+        "toolchain": "nvcc 13.0", "gpu_state": {"before": state, "after": state}})
+    text = table(result)
+    assert "ran on NVIDIA H200 (cuda:0), sandbox docker" in text
+    assert "gpu after timing:  SM 1980 MHz, memory 3201 MHz, 51 C, 420.5 W, throttled: sw_power_cap" \
+        in text
 
 
 def test_judge_json_and_csv(tmp_path):
