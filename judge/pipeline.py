@@ -87,6 +87,7 @@ class Contender:
     sandbox: Sandbox
     versions: dict = field(default_factory=dict)
     setup: dict = field(default_factory=dict)  # flush size, persisting-L2 reset (from the harness)
+    jit_grace_s: float = 0.0  # extra time for the first call of each test point (JIT languages)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -279,7 +280,11 @@ class Judging:
                **device_env, **language.runtime_env(self.device)}
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
-        contender = Contender(role, proc, scratch, self.sandbox)
+        # On a GPU, Triton and TileLang compile at the first call of every new shape: that call
+        # may also take the compile time limit (a correctness call, never a timed one). On the
+        # CPU the Triton interpreter compiles nothing and TileLang's C target builds in a moment.
+        grace = self.spec.limits.compile_s if language.jit and self.device.kind != "cpu" else 0.0
+        contender = Contender(role, proc, scratch, self.sandbox, jit_grace_s=grace)
         try:
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":
@@ -335,7 +340,7 @@ class Judging:
         for index, case in enumerate(cases):
             reply = sub.request({"op": "run", "set": index,
                                  "save": sub.out_path(test.name, f"check{index}.pt")},
-                                self.spec.limits.run_s)
+                                self.spec.limits.run_s + (sub.jit_grace_s if index == 0 else 0.0))
             self.kernel_ms += reply.get("ms", 0.0)
             reports.append(self._compare(sub.host_out(test.name, f"check{index}.pt"), case))
         return next((r for r in reports if not r.passed), reports[0])

@@ -48,6 +48,7 @@ class Language:
     loader: str = "python"  # or "native"
     devices: tuple[str, ...] = ()
     source_name: str = "submission.py"
+    jit: bool = False  # compiles on the device at the first call of each shape (Triton, TileLang)
 
     def toolchain_version(self) -> str:
         return "python"
