@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import write_section  # noqa: E402
-from judge.device import detect  # noqa: E402
+from judge.device import detect, device_nodes  # noqa: E402
 from judge.languages import infer_language  # noqa: E402
 from judge.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem import Problem, ProblemError, load_problem, self_tests  # noqa: E402
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     started = time.monotonic()
-    device, sandbox = detect(args.device), get_sandbox(args.sandbox)
+    device = detect(args.device)
+    sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
     slugs = args.problems or sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.yaml"))
     failures, rows, skipped = [], [], []
     for slug in slugs:

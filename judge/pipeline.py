@@ -278,6 +278,8 @@ class Judging:
                                file_size_mb=self.file_size_mb)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
                **device_env, **language.runtime_env(self.device)}
+        if self.device.kind != "cpu" and self.sandbox.host_system and "LD_LIBRARY_PATH" in os.environ:
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
         # On a GPU, Triton and TileLang compile at the first call of every new shape: that call

@@ -6,6 +6,7 @@ configured), else bwrap, else process.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from sandbox.base import (
@@ -44,7 +45,9 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
         return backend()
     if backend is DockerSandbox:
         return backend(devices=devices, gpu_uuid=gpu_uuid)
-    return backend(devices=devices)
+    # toolchains outside /usr (e.g. /opt/maca) are named in KJUDGE_SANDBOX_PATHS
+    extra = [p for p in os.environ.get("KJUDGE_SANDBOX_PATHS", "").split(":") if p]
+    return backend(extra_system_paths=extra, devices=devices)
 
 
 __all__ = [

@@ -238,6 +238,11 @@ class Sandbox(ABC):
 
     single_device = False  # True: the sandbox exposes exactly one accelerator, as device 0
 
+    @property
+    def host_system(self) -> bool:
+        """Whether runs see the host's own system (its libraries, drivers and toolchains)."""
+        return True
+
     @abstractmethod
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
         """The full command line that runs argv inside this sandbox."""

@@ -190,6 +190,10 @@ class DockerSandbox(Sandbox):
             return False
 
     @property
+    def host_system(self) -> bool:
+        return self.host_python  # else the image's own system
+
+    @property
     def python(self) -> str:
         return sys.executable if self.host_python else os.environ.get(
             "KJUDGE_DOCKER_PYTHON", "python3")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+from pathlib import Path
 
 from judge.device import DeviceInfo
 from judge.languages.base import Language, support_source, tool_version
+from sandbox.base import DEFAULT_PATH
 
 DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
 CHECK_SOURCE = "kjudge_check.cu"  # kjudge_device_check: CUDA errors after run_kernel become RE
@@ -28,6 +31,12 @@ class Cuda(Language):
 
     def arch(self, device: DeviceInfo) -> str:
         return device.arch or os.environ.get("KJUDGE_CUDA_ARCH", DEFAULT_ARCH)
+
+    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+        """nvcc's own folder first on PATH: sandboxes start from a scrubbed PATH."""
+        found = shutil.which(self.compiler)
+        folders = [str(Path(found).parent)] if found else []
+        return {"PATH": ":".join([*folders, "/usr/local/cuda/bin", DEFAULT_PATH])}
 
     def support_sources(self) -> dict[str, str]:
         return {CHECK_SOURCE: support_source("cuda_check.cu")}

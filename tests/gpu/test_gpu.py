@@ -53,8 +53,17 @@ def cuda():
 
 
 @pytest.fixture(scope="module")
-def spin_kernel(cuda, default_sandbox):
-    built = get_language("cuda").compile(SPIN_CU, cuda, default_sandbox,
+def gpu_sandbox(cuda):
+    """The best sandbox here, with the GPU's device nodes (as `kjudge judge` and workers get it)."""
+    from judge.device import device_nodes
+    from sandbox import get_sandbox
+
+    return get_sandbox("auto", devices=device_nodes(cuda), gpu_uuid=cuda.uuid)
+
+
+@pytest.fixture(scope="module")
+def spin_kernel(cuda, gpu_sandbox):
+    built = get_language("cuda").compile(SPIN_CU, cuda, gpu_sandbox,
                                          SandboxLimits(memory_mb=4096, pids=512), 120)
     assert built.ok, built.log
     return harness.load_native(str(built.artifact), [{"name": "ns", "role": "scalar",
@@ -117,23 +126,23 @@ extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {{
     (4096, "if (i < n) c[i] = a[i] + b[i];", "cudaErrorInvalidConfiguration"),
     (256, "if (i < n) c[i + (1L << 40)] = a[i] + b[i];", "cudaErrorIllegalAddress"),
 ], ids=["launch_error", "illegal_address"])
-def test_cuda_errors_after_run_kernel_are_runtime_errors(cuda, default_sandbox, threads, body,
+def test_cuda_errors_after_run_kernel_are_runtime_errors(cuda, gpu_sandbox, threads, body,
                                                           message):
     source = VECTOR_ADD_LAUNCH.format(threads=threads, body=body)
     result = judge_source(load_problem(ROOT / "problems/vector_add"), source, language="cuda",
-                          device=cuda, sandbox=default_sandbox, options=JudgeOptions(timing=False))
+                          device=cuda, sandbox=gpu_sandbox, options=JudgeOptions(timing=False))
     assert result.verdict is Verdict.RE, result.to_dict()
     assert message in result.message + "".join(t.message for t in result.tests)
 
 
 def test_the_same_submission_judged_five_times_has_a_speedup_spread_within_1_percent(
-        cuda, default_sandbox):
+        cuda, gpu_sandbox):
     problem = load_problem(ROOT / "problems/rmsnorm")
     source = (problem.path / "templates/cuda.cu").read_text()
     tests = ["r4096_h4096", "r16384_h7168", "r512_h7168"]
     speedups = []
     for _ in range(5):
-        result = judge_source(problem, source, language="cuda", device=cuda, sandbox=default_sandbox,
+        result = judge_source(problem, source, language="cuda", device=cuda, sandbox=gpu_sandbox,
                               options=JudgeOptions(tests=tests))
         assert result.verdict is Verdict.AC, result.message
         speedups.append(result.speedup)
@@ -142,10 +151,10 @@ def test_the_same_submission_judged_five_times_has_a_speedup_spread_within_1_per
     assert spread <= 0.01, speedups
 
 
-def test_tilelang_compiles_for_the_device_arch(cuda, default_sandbox):
+def test_tilelang_compiles_for_the_device_arch(cuda, gpu_sandbox):
     problem = load_problem(ROOT / "problems/rmsnorm")
     source = (problem.path / "templates/tilelang.py").read_text()
     result = judge_source(problem, source, language="tilelang", device=cuda,
-                          sandbox=default_sandbox, options=JudgeOptions(timing=False,
+                          sandbox=gpu_sandbox, options=JudgeOptions(timing=False,
                                                                         tests=["tiny", "r32_h4096"]))
     assert result.verdict is Verdict.AC, result.message
