@@ -86,9 +86,12 @@ def _nvidia_minor(device: DeviceInfo) -> int | None:
 def visible_device_env(device: DeviceInfo) -> tuple[dict[str, str], str]:
     """Environment that exposes only this device to a run, and its torch name inside the run."""
     kind, _, index = device.torch_name.partition(":")
-    if kind == "cuda":
-        return {"CUDA_VISIBLE_DEVICES": index or "0"}, "cuda:0"
-    return {}, device.torch_name
+    if kind != "cuda":
+        return {}, device.torch_name
+    env = {"CUDA_VISIBLE_DEVICES": index or "0"}
+    if device.kind == "maca":  # the MACA torch build keeps torch.cuda's API and device names
+        env["MACA_VISIBLE_DEVICES"] = index or "0"
+    return env, "cuda:0"
 
 
 def cpu_llc_bytes() -> int:
@@ -119,6 +122,29 @@ def cuda_arch(major: int, minor: int) -> str:
     return f"sm_{major}{minor}{suffix}"
 
 
+MACA_NAMES = ("MetaX", "MXC", "C500", "C550", "C600")
+
+
+def _detect_maca(i: int) -> DeviceInfo:
+    """A MetaX GPU, seen through the MACA build of torch, which keeps the torch.cuda API.
+
+    The card must say it is one (its name, `torch.version.maca`) or the worker is told so with
+    KJUDGE_MACA=1; the offload arch comes from KJUDGE_MACA_ARCH (default xcore1000, the C500).
+    """
+    if not torch.cuda.is_available():
+        raise DeviceUnavailable("no MACA device is visible: the MACA build of torch is not "
+                                "installed here or sees no card")
+    props = torch.cuda.get_device_properties(i)
+    metax = (getattr(torch.version, "maca", None) or os.environ.get("KJUDGE_MACA") == "1"
+             or any(n.lower() in props.name.lower() for n in MACA_NAMES))
+    if not metax:
+        raise DeviceUnavailable(f"device {i} is {props.name!r}, not a MetaX card (set KJUDGE_MACA=1 "
+                                "if this torch build drives one)")
+    arch = os.environ.get("KJUDGE_MACA_ARCH", "xcore1000")
+    l2 = getattr(props, "L2_cache_size", 0) or DEFAULT_LLC_BYTES
+    return DeviceInfo("maca", f"cuda:{i}", props.name, l2, arch)  # torch's name for it
+
+
 def detect(requested: str | None = None) -> DeviceInfo:
     """The requested device ('cpu', 'cuda', 'cuda:1'), or the GPU when one is visible."""
     if requested is None:
@@ -137,6 +163,5 @@ def detect(requested: str | None = None) -> DeviceInfo:
         return DeviceInfo("cuda", f"cuda:{i}", props.name, props.L2_cache_size, arch, *peaks,
                           uuid=f"GPU-{uuid}" if uuid else None)
     if kind == "maca":
-        raise DeviceUnavailable("MACA devices are detected through the MACA build of torch, "
-                                "which this environment does not have")
+        return _detect_maca(int(index or 0))
     raise DeviceUnavailable(f"unknown device {requested!r}; use cpu, cuda or cuda:N")

@@ -149,7 +149,8 @@ class Judging:
         self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
         self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
         self.result.applied = {
-            "device": device.torch_name, "device_model": device.model, "sandbox": sandbox.name,
+            "device": device.torch_name, "device_kind": device.kind, "device_model": device.model,
+            "sandbox": sandbox.name,
             "toolchain": language.toolchain_version(), "judge": judge.__version__,
         }
         self.kernel_ms = 0.0

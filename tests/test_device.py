@@ -15,3 +15,40 @@ def test_queue_names_and_visibility():
 
 def test_cuda_arch_names():
     assert cuda_arch(9, 0) == "sm_90a" and cuda_arch(8, 0) == "sm_80"
+
+
+def test_a_metax_card_is_detected_through_the_maca_torch_build(monkeypatch):
+    """No MetaX card here: torch.cuda answers as the MACA build of torch would on a C500."""
+    import types
+
+    import pytest
+    import torch
+
+    from judge.device import DeviceUnavailable
+
+    props = types.SimpleNamespace(name="MetaX C500", L2_cache_size=8 * 2**20)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    maca = detect("maca:1")
+    assert (maca.kind, maca.torch_name, maca.arch, maca.flush_bytes) == (
+        "maca", "cuda:1", "xcore1000", 16 * 2**20)
+    assert queue_device(maca) == "maca.c500"
+    assert visible_device_env(maca) == ({"CUDA_VISIBLE_DEVICES": "1", "MACA_VISIBLE_DEVICES": "1"},
+                                        "cuda:0")
+    props.name = "NVIDIA H200"  # an NVIDIA card is not taken for a MetaX one
+    with pytest.raises(DeviceUnavailable, match="not a MetaX card"):
+        detect("maca")
+    monkeypatch.setenv("KJUDGE_MACA", "1")
+    assert detect("maca").kind == "maca"
+
+
+def test_no_maca_device_without_the_maca_torch_build():
+    import pytest
+    import torch
+
+    from judge.device import DeviceUnavailable
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    with pytest.raises(DeviceUnavailable, match="MACA build of torch"):
+        detect("maca")
