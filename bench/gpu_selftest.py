@@ -6,9 +6,10 @@
 1. Validation: each problem's schema and all its self-test submissions (AC, WA, CE, RV, ...)
    against their expected verdicts on the device (self-tests for another device are skipped).
 2. Reproducibility: each AC self-test that runs on the device is judged `--repeats` times with
-   timing; the table gives the problem speedup (median of the repeats), its spread
-   ((max - min) / median) and the judge overhead per judging (wall time minus the time spent in
-   run_kernel and the baseline).
+   timing on `--timed-tests` of the device's test points (smallest to largest; 0 = all, the
+   validation above already checked all of them); the table gives the problem speedup (median
+   of the repeats), its spread ((max - min) / median) and the judge overhead per judging (wall
+   time minus the time spent in run_kernel and the baseline).
 Judgings not started within `--budget-s` are listed as skipped. Exit code 1 when a self-test got
 another verdict than expected or a repeat was not AC. `deploy/gpu-selftest.sh` runs it on a GPU
 machine; CI runs it on the CPU for one problem.
@@ -36,13 +37,23 @@ from judge.verdicts import Verdict  # noqa: E402
 from sandbox import get_sandbox  # noqa: E402
 
 
-def repeat_row(problem: Problem, path: Path, device, sandbox, repeats: int) -> dict:
+def timed_subset(problem: Problem, device_kind: str, count: int) -> list[str] | None:
+    """`count` of the device's timed test points, evenly spread from smallest to largest (all if 0)."""
+    points = [t.name for t in problem.tests_for(device_kind) if t.timed and not t.sample]
+    if count <= 0 or len(points) <= count:
+        return None
+    step = (len(points) - 1) / (count - 1) if count > 1 else 0
+    return sorted({points[round(i * step)] for i in range(count)}, key=points.index)
+
+
+def repeat_row(problem: Problem, path: Path, device, sandbox, repeats: int,
+               tests: list[str] | None) -> dict:
     source = path.read_text()
     language = infer_language(path, source)
     speedups, overheads, verdicts = [], [], []
     for _ in range(repeats):
         result = judge_source(problem, source, language=language, device=device, sandbox=sandbox,
-                              options=JudgeOptions(timing=True))
+                              options=JudgeOptions(timing=True, tests=tests))
         verdicts.append(result.verdict.value)
         overheads.append(result.wall_s - result.kernel_s)
         if result.verdict is Verdict.AC and result.speedup:
@@ -50,6 +61,7 @@ def repeat_row(problem: Problem, path: Path, device, sandbox, repeats: int) -> d
     median = statistics.median(speedups) if speedups else None
     spread = (max(speedups) - min(speedups)) / median if len(speedups) > 1 else None
     return {"problem": problem.slug, "language": language.name, "file": path.name,
+            "tests": len(tests) if tests else len(problem.tests_for(device.kind)),
             "verdict": "/".join(sorted(set(verdicts))), "speedup": median, "spread": spread,
             "overhead_s": statistics.median(overheads), "ok": set(verdicts) == {"AC"}}
 
@@ -59,10 +71,11 @@ def fmt(value, pattern: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| problem | language | submission | verdict | speedup | spread | judge overhead |",
-             "|---|---|---|---|---:|---:|---:|"]
+    lines = ["| problem | language | submission | test points | verdict | speedup | spread | "
+             "judge overhead |", "|---|---|---|---:|---|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['problem']} | {r['language']} | {r['file']} | {r['verdict']} | "
+        lines.append(f"| {r['problem']} | {r['language']} | {r['file']} | {r['tests']} | "
+                     f"{r['verdict']} | "
                      f"{fmt(r['speedup'], '.3f')} | "
                      f"{'-' if r['spread'] is None else format(100 * r['spread'], '.2f') + ' %'} | "
                      f"{fmt(r['overhead_s'], '.1f')} s |")
@@ -76,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--problems", nargs="*", help="slugs under problems/ (default: all)")
     parser.add_argument("--budget-s", type=float, default=450.0)
+    parser.add_argument("--timed-tests", type=int, default=3,
+                        help="test points per repeated judging, smallest to largest (0: all)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
     parser.add_argument("--write", action="store_true", help="put the table in BENCHMARKS.md")
     args = parser.parse_args(argv)
@@ -105,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() - started > args.budget_s:
                 skipped.append(f"{slug}/{path.name}")
                 continue
-            row = repeat_row(problem, path, device, sandbox, args.repeats)
+            subset = timed_subset(problem, device.kind, args.timed_tests)
+            row = repeat_row(problem, path, device, sandbox, args.repeats, subset)
             print(f"{slug:16} repeat {row}", flush=True)
             rows.append(row)
             if not row["ok"]:

@@ -54,7 +54,7 @@ def test_the_device_self_test_runs_on_the_cpu(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     text = report.read_text()
-    assert "| rmsnorm | triton | triton_template.py | AC |" in text
+    assert "| rmsnorm | triton | triton_template.py | 3 | AC |" in text
     assert "ok   expected WA  got WA " in done.stdout  # the self-tests ran first
 
 
