@@ -93,7 +93,9 @@ class Device:
                                "L2_cache_size", 0)
             flush_bytes = max(flush_bytes, 2 * l2_bytes)
             cudart = _find_cudart() if torch.version.cuda else None
-            self._reset_persisting_l2 = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
+            reset = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
+            if reset is not None and reset() == 0:  # kept only when it works on this device
+                self._reset_persisting_l2 = reset
         self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
                                         device=self.torch_device)
         self.flushes = 0

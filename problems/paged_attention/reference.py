@@ -29,9 +29,11 @@ def gather(cache, block_table):
 def reference(q, k_cache, v_cache, block_table, seq_lens, batch, heads, kv_heads, head_dim,
               block_size, max_blocks, scale):
     group = heads // kv_heads
-    k = gather(k_cache, block_table).double().repeat_interleave(group, dim=2)
-    v = gather(v_cache, block_table).double().repeat_interleave(group, dim=2)
-    scores = torch.einsum("bhd,blhd->bhl", q.double(), k) / math.sqrt(head_dim)
+    k = gather(k_cache, block_table).double()  # batch, len, kv_heads, head_dim
+    v = gather(v_cache, block_table).double()
+    qg = q.double().view(batch, kv_heads, group, head_dim)  # query head h reads KV head h // group
+    scores = torch.einsum("bkgd,blkd->bkgl", qg, k) / math.sqrt(head_dim)
     positions = torch.arange(k.shape[1], device=q.device)
-    scores = scores.masked_fill(positions[None, None, :] >= seq_lens.long()[:, None, None], -math.inf)
-    return {"out": torch.einsum("bhl,blhd->bhd", torch.softmax(scores, dim=-1), v).half()}
+    scores = scores.masked_fill(positions >= seq_lens.long()[:, None, None, None], -math.inf)
+    out = torch.einsum("bkgl,blkd->bkgd", torch.softmax(scores, dim=-1), v)
+    return {"out": out.reshape(batch, heads, head_dim).half()}
