@@ -190,3 +190,29 @@ def test_every_tilelang_template_lowers_to_cuda_for_hopper(slug):
 
 def test_every_tilelang_template_is_lowered_by_the_test_above():
     assert {p.parts[-3] for p in TEMPLATES.glob("*/templates/tilelang.py")} == set(TILELANG_BUILDERS)
+
+
+def _c_params(text: str) -> list[tuple[str, str]]:
+    """(type, name) of run_kernel's parameters, types normalized (int32_t = int, spaces)."""
+    import re
+
+    match = re.search(r'extern\s+"C"\s+void\s+run_kernel\s*\(([^)]*)\)', text)
+    assert match, "no extern \"C\" run_kernel"
+    params = []
+    for part in match.group(1).split(","):
+        words = part.replace("*", " * ").split()
+        type_ = " ".join(words[:-1]).replace("int32_t", "int").replace(" *", "*")
+        params.append((type_, words[-1]))
+    return params
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES.glob("*/templates/cuda.cu")),
+                         ids=lambda p: p.parts[-3])
+def test_every_cuda_template_has_the_problems_abi(template):
+    """The templates cannot run here: at least their entry point must match problem.yaml."""
+    from judge.problem import load_problem
+    from judge.signature import c_declaration
+
+    problem = load_problem(template.parents[1])
+    expected = _c_params(c_declaration(problem.spec.signature, "cuda"))
+    assert _c_params(template.read_text()) == expected
