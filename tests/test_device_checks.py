@@ -93,3 +93,16 @@ def test_gpu_state_is_none_without_nvml(monkeypatch):
         assert telemetry.gpu_state(H200) is None
     finally:
         telemetry._nvml.cache_clear()
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_the_gpu_tests_cuda_sources_compile_here(default_sandbox):
+    """tests/gpu runs only on a GPU: its kernels are at least built for sm_90a on every run."""
+    from tests.gpu import test_gpu
+
+    sources = [test_gpu.SPIN_CU, test_gpu.SIDE_STREAM_CU] + [
+        test_gpu.VECTOR_ADD_LAUNCH.format(threads=t, body=b) for t, b, _ in test_gpu.CUDA_ERRORS]
+    for source in sources:
+        built = get_language("cuda").compile(source, H200, default_sandbox,
+                                             SandboxLimits(memory_mb=4096, pids=512), 120)
+        assert built.ok, built.log

@@ -92,6 +92,30 @@ def test_a_kernel_of_known_duration_is_measured_within_2_percent(cuda, spin_kern
     assert empty_ms < 0.1
 
 
+SIDE_STREAM_CU = SPIN_CU.replace("spin<<<1, 1>>>(ns)", "spin<<<1, 1, 0, side()>>>(ns)").replace(
+    "__global__ void empty() {}",
+    "__global__ void empty() {}\n"
+    "static cudaStream_t side() {\n"
+    "    static cudaStream_t s = nullptr;\n"
+    "    if (!s) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);\n"
+    "    return s;\n"
+    "}")
+
+
+def test_work_left_running_on_another_stream_is_still_timed(cuda, gpu_sandbox):
+    """A submission that returns while its kernel runs on a private non-blocking stream: the
+    device is synchronized before the end event, so the kernel's whole duration is measured."""
+    assert "side()>>>" in SIDE_STREAM_CU
+    built = get_language("cuda").compile(SIDE_STREAM_CU, cuda, gpu_sandbox,
+                                         SandboxLimits(memory_mb=4096, pids=512), 120)
+    assert built.ok, built.log
+    call = harness.load_native(str(built.artifact), [{"name": "ns", "role": "scalar",
+                                                      "dtype": "int64"}])
+    measured = _median_ms(harness.Device(cuda.torch_name, cuda.flush_bytes), call, 5_000_000)
+    record(side_stream_5ms_measured_ms=measured)
+    assert measured > 4.9
+
+
 def test_the_flush_covers_twice_the_l2_and_persisting_lines_are_reset(cuda):
     import torch
 
@@ -122,10 +146,13 @@ extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {{
 """
 
 
-@pytest.mark.parametrize("threads,body,message", [
+CUDA_ERRORS = [
     (4096, "if (i < n) c[i] = a[i] + b[i];", "cudaErrorInvalidConfiguration"),
     (256, "if (i < n) c[i + (1L << 40)] = a[i] + b[i];", "cudaErrorIllegalAddress"),
-], ids=["launch_error", "illegal_address"])
+]
+
+
+@pytest.mark.parametrize("threads,body,message", CUDA_ERRORS, ids=["launch_error", "illegal_address"])
 def test_cuda_errors_after_run_kernel_are_runtime_errors(cuda, gpu_sandbox, threads, body,
                                                           message):
     source = VECTOR_ADD_LAUNCH.format(threads=threads, body=body)
