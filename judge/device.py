@@ -19,6 +19,11 @@ KNOWN_PEAKS = {
     "RTX 4090": (1008.0, 165.0),
 }
 DEFAULT_LLC_BYTES = 32 * 2**20
+# Dense peaks relative to the fp16 tensor-core peak on Ampere/Hopper data-center GPUs (int8 and
+# fp8 twice as fast, tf32 half, fp32 on CUDA cores about a sixteenth, fp64 tensor cores a
+# fifteenth): close enough for a roofline fraction, which is a guide, not a score.
+PRECISION_FACTORS = {"fp16": 1.0, "bf16": 1.0, "fp8": 2.0, "int8": 2.0, "tf32": 0.5,
+                     "fp32": 1 / 16, "fp64": 1 / 15}
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,11 @@ class DeviceInfo:
     @property
     def flush_bytes(self) -> int:
         return 2 * self.cache_bytes
+
+    def peak_tflops_for(self, precision: str) -> float | None:
+        if self.peak_tflops is None:
+            return None
+        return self.peak_tflops * PRECISION_FACTORS[precision]
 
 
 class DeviceUnavailable(Exception):

@@ -485,8 +485,9 @@ class Judging:
                 report.peak_bandwidth_fraction = report.gbps / self.device.peak_gbps
         if metrics.flops is not None and seconds > 0:
             report.tflops = float(exprs.evaluate(metrics.flops, test.params)) / seconds / 1e12
-            if self.device.peak_tflops:
-                report.peak_flops_fraction = report.tflops / self.device.peak_tflops
+            peak = self.device.peak_tflops_for(metrics.precision)
+            if peak:
+                report.peak_flops_fraction = report.tflops / peak
         if report.speedup > IMPLAUSIBLE_SPEEDUP:
             self.result.flags.append(f"{test.name}: speedup {report.speedup:.1f}x is "
                                      f"implausibly high; check by hand")

@@ -80,6 +80,8 @@ class Limits(_Strict):
 class Metrics(_Strict):
     bytes: int | str | None = None
     flops: int | str | None = None
+    # the arithmetic the flops run in: picks the device peak for the "fraction of peak" figure
+    precision: Literal["fp16", "bf16", "fp8", "int8", "tf32", "fp32", "fp64"] = "fp16"
 
 
 class Scoring(_Strict):

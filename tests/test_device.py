@@ -52,3 +52,10 @@ def test_no_maca_device_without_the_maca_torch_build():
         pytest.skip("a GPU is visible")
     with pytest.raises(DeviceUnavailable, match="MACA build of torch"):
         detect("maca")
+
+
+def test_the_flops_peak_follows_the_problems_precision():
+    h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a", 4800.0, 989.0)
+    assert h200.peak_tflops_for("fp16") == 989.0 and h200.peak_tflops_for("int8") == 1978.0
+    assert round(h200.peak_tflops_for("fp32"), 1) == 61.8
+    assert detect("cpu").peak_tflops_for("fp32") is None
