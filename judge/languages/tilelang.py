@@ -9,10 +9,12 @@ with an arch); `maca` on MetaX devices (the MACA build of TileLang).
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from judge.device import DeviceInfo
 from judge.languages.base import Language, package_version
+from judge.languages.cuda import LANGUAGE as CUDA
 
 
 class TileLang(Language):
@@ -30,10 +32,14 @@ class TileLang(Language):
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         target = {"cpu": "c", "cuda": "cuda", "maca": "maca"}[device.kind]
-        if device.kind == "cuda" and device.arch:
-            target = json.dumps({"kind": "cuda", "arch": device.arch})
-        return {"KJUDGE_TILELANG_TARGET": target, "TILELANG_CACHE_DIR": "/tmp/tilelang-cache",
-                "TVM_NUM_THREADS": "1"}
+        env = {"TILELANG_CACHE_DIR": "/tmp/tilelang-cache", "TVM_NUM_THREADS": "1"}
+        if device.kind == "cuda":  # TileLang runs nvcc at the first call: find it as the judge does
+            env.update(CUDA.runtime_env(device))
+            if os.environ.get("CUDA_HOME"):
+                env["CUDA_HOME"] = os.environ["CUDA_HOME"]
+            if device.arch:
+                target = json.dumps({"kind": "cuda", "arch": device.arch})
+        return {"KJUDGE_TILELANG_TARGET": target, **env}
 
 
 LANGUAGE = TileLang()
