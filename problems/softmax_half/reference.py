@@ -4,8 +4,7 @@ import torch
 def make_inputs(params, generator, device):
     rows, cols = params["rows"], params["cols"]
     x = 4 * torch.randn(rows, cols, generator=generator, device=device)
-    x[::3] += 8.0
-    x[::3, 0] = 11.0  # exp(11) overflows fp16: the row maximum must be subtracted
+    x[::3] += 8.0  # exp() of most of these rows overflows fp16 unless the row maximum is subtracted
     return {"x": x.half()}
 
 
