@@ -416,6 +416,7 @@ class Judging:
         while True:
             random.shuffle(pair)  # interleaved, in a random order within each round
             for who in pair:
+                self._guard(who, lambda w=who: w.request({"op": "prepare"}, run_s))
                 sent = time.perf_counter()
                 reply = self._guard(who, lambda w=who: w.request({"op": "time"}, run_s))
                 round_trip_ms = (time.perf_counter() - sent) * 1000
@@ -449,9 +450,10 @@ class Judging:
                            unaccounted: dict[str, list[float]]) -> None:
         """Flag a submission whose requests take much longer than the time it reports.
 
-        Both harnesses do the same work around a call (poison, flush, reply), so the wall time the
-        judge sees minus the reported time should match; a large excess means time spent outside
-        the measured region: a forged reply, or work moved before or after the timed call.
+        Both harnesses do the same work around a call (the reply; poisoning and the flush are a
+        request of their own), so the wall time the judge sees minus the reported time should
+        match; a large excess means time spent outside the measured region: a forged reply, or
+        work moved before or after the timed call.
         """
         sub = statistics.median(unaccounted["submission"])
         base = statistics.median(unaccounted["baseline"])
