@@ -281,6 +281,7 @@ class Harness:
         for t in self.prepared.outputs.values():
             poison(t)
         self.device.flush_cache()
+        self.device.synchronize()  # on a GPU the fills are asynchronous: finish them here
         return {"ok": True}
 
     def op_time(self, msg: dict) -> dict:
