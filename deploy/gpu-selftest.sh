@@ -22,9 +22,9 @@ export KJUDGE_CACHE_DIR=${KJUDGE_CACHE_DIR:-/tmp/kjudge-cache}
 
 $PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "no CUDA device visible")' || exit 2
 status=0
-timeout 330 $PY bench/gpu_selftest.py --device cuda --repeats "${REPEATS:-3}" --budget-s 270 \
+timeout 300 $PY bench/gpu_selftest.py --device cuda --repeats "${REPEATS:-3}" --budget-s 240 \
     --markdown "$OUT_DIR/selftest.md" "$@" 2>&1 | tee "$OUT_DIR/selftest.log" || status=1
-timeout 140 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs 2>&1 \
+timeout 170 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs 2>&1 \
     | tee "$OUT_DIR/pytest-gpu.log" || status=1
 cp build/gpu-timing.json "$OUT_DIR/" 2>/dev/null || true
 exit $status
