@@ -34,12 +34,19 @@ def test_a_failed_launch_after_run_kernel_is_a_device_error_with_the_cuda_messag
         call(0, 0, 0, 1024)  # the launch fails: no driver here, as a bad grid fails on a GPU
 
 
-def test_a_cpp_library_has_no_device_check(tmp_path):
+def test_a_cpp_library_without_the_device_check_still_runs(tmp_path):
+    import torch
+
     src = tmp_path / "k.cpp"
-    src.write_text('extern "C" void run_kernel(int n) {}')
+    src.write_text('extern "C" void run_kernel(float* y, int n) { for (int i = 0; i < n; ++i) '
+                   'y[i] = i; }')
     subprocess.run(["g++", "-shared", "-fPIC", "-o", tmp_path / "k.so", src], check=True)
-    harness.load_native(str(tmp_path / "k.so"), [{"name": "n", "role": "scalar",
-                                                   "dtype": "int32"}])(3)
+    call = harness.load_native(str(tmp_path / "k.so"), [
+        {"name": "y", "role": "output", "dtype": "float32"},
+        {"name": "n", "role": "scalar", "dtype": "int32"}])
+    y = torch.zeros(4)
+    call(y, 4)
+    assert y.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_the_cpu_harness_device_reports_its_flush_and_no_l2_reset():

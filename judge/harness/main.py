@@ -154,6 +154,7 @@ def load_native(path: str, args: list[dict]):
     fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
                    for a in args]
     check = getattr(lib, "kjudge_device_check", None)  # linked in by the judge (cuda, maca)
+    message = ctypes.create_string_buffer(512)  # allocated once: call() runs in the timed region
     if check is not None:
         check.restype = ctypes.c_int
         check.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -161,11 +162,9 @@ def load_native(path: str, args: list[dict]):
     def call(*values):
         converted = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values]
         fn(*converted)
-        if check is not None:
-            message = ctypes.create_string_buffer(512)
-            if check(message, len(message)):
-                raise DeviceError("device error after run_kernel returned: "
-                                  + message.value.decode(errors="replace"))
+        if check is not None and check(message, len(message)):
+            raise DeviceError("device error after run_kernel returned: "
+                              + message.value.decode(errors="replace"))
 
     return call
 
