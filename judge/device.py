@@ -1,29 +1,74 @@
-"""The device a judging runs on: kind, model, cache size (for the flush), peak figures."""
+"""The device a judging runs on: kind, model, cache size (for the flush), peak figures.
+
+Detection never initialises CUDA in the calling process: a Celery worker detects its device in
+the main process and then forks its pool, and a forked child cannot use a CUDA runtime its parent
+initialised ("Cannot re-initialize CUDA in forked subprocess"). GPUs are described by a probe run
+in a child process (`_gpu_probe`), once per process.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import torch
 
-# Peak figures for the roofline fractions: (GB/s, dense fp16 TFLOP/s), by model name fragment.
-KNOWN_PEAKS = {
-    "H200": (4800.0, 989.0),
-    "H100 SXM": (3350.0, 989.0),
-    "H100": (2000.0, 756.0),
-    "A100": (2039.0, 312.0),
-    "L40S": (864.0, 362.0),
-    "RTX 4090": (1008.0, 165.0),
-}
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU model as torch names it: its queue slug and dense peak figures (None: not known)."""
+
+    slug: str
+    pattern: str  # regular expression over torch's device name, case-insensitive
+    peak_gbps: float | None = None
+    peak_tflops: float | None = None  # dense fp16 tensor cores, fp32 accumulate
+
+
+# First match wins: variants before the plain name. Peaks are the vendors' datasheet figures
+# without sparsity; torch's names are e.g. "NVIDIA H100 80GB HBM3" (SXM), "NVIDIA H100 PCIe",
+# "NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090".
+GPU_MODELS = (
+    GpuModel("h200-nvl", r"\bH200\b.*\bNVL\b", 4800.0, 835.0),
+    GpuModel("gh200", r"\bGH200\b"),
+    GpuModel("h200", r"\bH200\b", 4800.0, 989.0),
+    GpuModel("h100-nvl", r"\bH100\b.*\bNVL\b", 3900.0, 835.0),
+    GpuModel("h100-pcie", r"\bH100\b.*\bPCIe\b", 2000.0, 756.0),
+    GpuModel("h100-sxm", r"\bH100\b.*(\bSXM|\bHBM3\b)", 3350.0, 989.0),
+    GpuModel("h100", r"\bH100\b"),  # a variant torch's name does not tell: no peaks guessed
+    GpuModel("b200", r"\bB200\b", 8000.0, 2250.0),
+    GpuModel("a100-sxm", r"\bA100\b.*\bSXM.*\b40GB\b", 1555.0, 312.0),
+    GpuModel("a100-sxm", r"\bA100\b.*\bSXM", 2039.0, 312.0),
+    GpuModel("a100-pcie", r"\bA100\b.*(\bPCIe\b.*\b40GB\b|\b40GB\b.*\bPCIe\b)", 1555.0, 312.0),
+    GpuModel("a100-pcie", r"\bA100\b.*\bPCIe\b", 1935.0, 312.0),
+    GpuModel("a100", r"\bA100\b"),
+    GpuModel("l40s", r"\bL40S\b", 864.0, 362.0),
+    GpuModel("rtx-6000-ada", r"\bRTX 6000 Ada\b", 960.0, 364.0),
+    GpuModel("rtx-5090", r"\bRTX 5090\b", 1792.0, 209.5),
+    GpuModel("rtx-4090", r"\bRTX 4090\b", 1008.0, 165.0),
+)
+VENDOR_WORDS = {"nvidia", "geforce", "tesla", "metax", "corporation"}
 DEFAULT_LLC_BYTES = 32 * 2**20
 # Dense peaks relative to the fp16 tensor-core peak on Ampere/Hopper data-center GPUs (int8 and
 # fp8 twice as fast, tf32 half, fp32 on CUDA cores about a sixteenth, fp64 tensor cores a
 # fifteenth): close enough for a roofline fraction, which is a guide, not a score.
 PRECISION_FACTORS = {"fp16": 1.0, "bf16": 1.0, "fp8": 2.0, "int8": 2.0, "tf32": 0.5,
                      "fp32": 1 / 16, "fp64": 1 / 15}
+
+
+def gpu_model(name: str) -> GpuModel:
+    """The table entry for a device name, or one with a slug made from the name and no peaks."""
+    for model in GPU_MODELS:
+        if re.search(model.pattern, name, re.I):
+            return model
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower())
+             if w and w not in VENDOR_WORDS and not re.fullmatch(r"\d+gb", w)]
+    return GpuModel("-".join(words) or "gpu", "")
 
 
 @dataclass(frozen=True)
@@ -35,7 +80,8 @@ class DeviceInfo:
     arch: str | None = None  # e.g. sm_90a
     peak_gbps: float | None = None
     peak_tflops: float | None = None
-    uuid: str | None = None  # GPU-…, how container runtimes name one GPU
+    uuid: str | None = None  # GPU-…, how CUDA_VISIBLE_DEVICES and container runtimes name one GPU
+    memory_bytes: int | None = None  # the device's own memory (GPUs)
 
     @property
     def flush_bytes(self) -> int:
@@ -52,10 +98,10 @@ class DeviceUnavailable(Exception):
 
 
 def queue_device(device: DeviceInfo) -> str:
-    """The device part of a queue name: `cpu`, or kind and model, e.g. `cuda.h200`."""
+    """The device part of a queue name: `cpu`, or kind and model, e.g. `cuda.h100-sxm`."""
     if device.kind == "cpu":
         return "cpu"
-    return f"{device.kind}.{device.model.split()[-1].lower()}"
+    return f"{device.kind}.{gpu_model(device.model).slug}"
 
 
 def device_nodes(device: DeviceInfo) -> list[str]:
@@ -94,14 +140,17 @@ def _nvidia_minor(device: DeviceInfo) -> int | None:
 
 
 def visible_device_env(device: DeviceInfo) -> tuple[dict[str, str], str]:
-    """Environment that exposes only this device to a run, and its torch name inside the run."""
+    """Environment that exposes only this device to a run, and its torch name inside the run.
+
+    NVIDIA GPUs are named by UUID: a sandbox that exposes only /dev/nvidia<minor> shows one GPU,
+    index 0, whatever the host's index, and the minor is not the CUDA index either.
+    """
     kind, _, index = device.torch_name.partition(":")
     if kind != "cuda":
         return {}, device.torch_name
-    env = {"CUDA_VISIBLE_DEVICES": index or "0"}
     if device.kind == "maca":  # the MACA torch build keeps torch.cuda's API and device names
-        env["MACA_VISIBLE_DEVICES"] = index or "0"
-    return env, "cuda:0"
+        return {"CUDA_VISIBLE_DEVICES": index or "0", "MACA_VISIBLE_DEVICES": index or "0"}, "cuda:0"
+    return {"CUDA_VISIBLE_DEVICES": device.uuid or index or "0"}, "cuda:0"
 
 
 def cpu_llc_bytes() -> int:
@@ -133,6 +182,47 @@ def cuda_arch(major: int, minor: int) -> str:
 
 
 MACA_NAMES = ("MetaX", "MXC", "C500", "C550", "C600")
+# Run in a child process: describes the GPUs torch sees without initialising CUDA in the caller.
+GPU_PROBE = r"""
+import json, torch
+found = {"maca": getattr(torch.version, "maca", None) is not None, "devices": []}
+if torch.cuda.is_available():
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        found["devices"].append({"name": p.name, "major": p.major, "minor": p.minor,
+                                 "l2": getattr(p, "L2_cache_size", 0) or 0,
+                                 "uuid": str(getattr(p, "uuid", "") or ""),
+                                 "memory": p.total_memory})
+print(json.dumps(found))
+"""
+
+
+@cache
+def _gpu_probe() -> dict:
+    """The GPUs torch sees, from a child process (a CPU-only torch build sees none)."""
+    if not torch.backends.cuda.is_built():
+        return {"maca": False, "devices": []}
+    try:
+        done = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,
+                              timeout=300)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"maca": False, "devices": [], "error": f"the GPU probe failed: {exc}"}
+    except (ValueError, IndexError):
+        return {"maca": False, "devices": [], "error": f"the GPU probe failed: {done.stderr[-800:]}"}
+
+
+def _gpu(kind: str, index: int) -> dict:
+    probe = _gpu_probe()
+    gpus = probe["devices"]
+    if not gpus:
+        why = probe.get("error") or ("the MACA build of torch is not installed here or sees no "
+                                     "card" if kind == "maca" else "")
+        raise DeviceUnavailable(f"no {kind.upper()} device is visible on this machine"
+                                + (f": {why}" if why else ""))
+    if index >= len(gpus):
+        raise DeviceUnavailable(f"{kind}:{index} does not exist; this machine has {len(gpus)}")
+    return gpus[index]
 
 
 def _detect_maca(i: int) -> DeviceInfo:
@@ -141,37 +231,37 @@ def _detect_maca(i: int) -> DeviceInfo:
     The card must say it is one (its name, `torch.version.maca`) or the worker is told so with
     KJUDGE_MACA=1; the offload arch comes from KJUDGE_MACA_ARCH (default xcore1000, the C500).
     """
-    if not torch.cuda.is_available():
-        raise DeviceUnavailable("no MACA device is visible: the MACA build of torch is not "
-                                "installed here or sees no card")
-    props = torch.cuda.get_device_properties(i)
-    metax = (getattr(torch.version, "maca", None) or os.environ.get("KJUDGE_MACA") == "1"
-             or any(n.lower() in props.name.lower() for n in MACA_NAMES))
+    gpu = _gpu("maca", i)
+    metax = (_gpu_probe()["maca"] or os.environ.get("KJUDGE_MACA") == "1"
+             or any(n.lower() in gpu["name"].lower() for n in MACA_NAMES))
     if not metax:
-        raise DeviceUnavailable(f"device {i} is {props.name!r}, not a MetaX card (set KJUDGE_MACA=1 "
-                                "if this torch build drives one)")
+        raise DeviceUnavailable(f"device {i} is {gpu['name']!r}, not a MetaX card (set "
+                                "KJUDGE_MACA=1 if this torch build drives one)")
     arch = os.environ.get("KJUDGE_MACA_ARCH", "xcore1000")
-    l2 = getattr(props, "L2_cache_size", 0) or DEFAULT_LLC_BYTES
-    return DeviceInfo("maca", f"cuda:{i}", props.name, l2, arch)  # torch's name for it
+    return DeviceInfo("maca", f"cuda:{i}", gpu["name"], gpu["l2"] or DEFAULT_LLC_BYTES, arch,
+                      memory_bytes=gpu["memory"])  # torch's name for it
+
+
+def _detect_cuda(i: int) -> DeviceInfo:
+    gpu = _gpu("cuda", i)
+    model = gpu_model(gpu["name"])
+    arch = os.environ.get("KJUDGE_CUDA_ARCH") or cuda_arch(gpu["major"], gpu["minor"])
+    uuid = gpu["uuid"].removeprefix("GPU-")
+    return DeviceInfo("cuda", f"cuda:{i}", gpu["name"], gpu["l2"], arch, model.peak_gbps,
+                      model.peak_tflops, uuid=f"GPU-{uuid}" if uuid else None,
+                      memory_bytes=gpu["memory"])
 
 
 def detect(requested: str | None = None) -> DeviceInfo:
-    """The requested device ('cpu', 'cuda', 'cuda:1'), or the GPU when one is visible."""
+    """The requested device ('cpu', 'cuda', 'cuda:1', 'maca'), or the GPU when one is visible."""
     if requested is None:
-        requested = "cuda" if torch.cuda.is_available() else "cpu"
+        requested = ("maca" if _gpu_probe()["maca"] else "cuda") if _gpu_probe()["devices"] \
+            else "cpu"
     kind, _, index = requested.partition(":")
     if kind == "cpu":
         return DeviceInfo("cpu", "cpu", cpu_model(), cpu_llc_bytes())
     if kind == "cuda":
-        if not torch.cuda.is_available():
-            raise DeviceUnavailable("no CUDA device is visible on this machine")
-        i = int(index or 0)
-        props = torch.cuda.get_device_properties(i)
-        peaks = next((v for k, v in KNOWN_PEAKS.items() if k in props.name), (None, None))
-        arch = os.environ.get("KJUDGE_CUDA_ARCH") or cuda_arch(props.major, props.minor)
-        uuid = getattr(props, "uuid", None)
-        return DeviceInfo("cuda", f"cuda:{i}", props.name, props.L2_cache_size, arch, *peaks,
-                          uuid=f"GPU-{uuid}" if uuid else None)
+        return _detect_cuda(int(index or 0))
     if kind == "maca":
         return _detect_maca(int(index or 0))
     raise DeviceUnavailable(f"unknown device {requested!r}; use cpu, cuda or cuda:N")

@@ -4,8 +4,9 @@ KJUDGE_DATA_DIR       where the SQLite database and broker live (default ./var)
 KJUDGE_DATABASE_URL   SQLAlchemy URL (default sqlite:///$DATA_DIR/kjudge.db; production postgresql+psycopg://…)
 KJUDGE_BROKER_URL     Celery broker (default sqla+sqlite:///$DATA_DIR/broker.db; production redis://…)
 KJUDGE_PROBLEMS       problem folders (default ./problems)
-KJUDGE_DEFAULT_DEVICE queue device of submissions outside a contest: cpu, cuda.h100, … (default
-                      auto: this host's GPU if one is visible, else cpu)
+KJUDGE_DEFAULT_DEVICE queue device of submissions outside a contest: cpu, cuda.h100-sxm, …
+                      (default auto: this host's GPU if one is visible, else cpu; detected by a
+                      child process, so that no parent that forks workers has initialised CUDA)
 KJUDGE_QUEUE_PREFIX   prefix of the queue names (default judge); tests use their own
 KJUDGE_MAX_SOURCE_KB, KJUDGE_SUBMISSIONS_PER_MINUTE, KJUDGE_STALE_AFTER_S, KJUDGE_MAX_ATTEMPTS
 """
@@ -30,7 +31,7 @@ class Settings:
         default_factory=lambda: Path(os.environ.get("KJUDGE_PROBLEMS", "problems")))
     queue_prefix: str = field(default_factory=lambda: os.environ.get("KJUDGE_QUEUE_PREFIX", "judge"))
     default_device: str = field(
-        default_factory=lambda: os.environ.get("KJUDGE_DEFAULT_DEVICE", "auto"))  # cuda.h100 …
+        default_factory=lambda: os.environ.get("KJUDGE_DEFAULT_DEVICE", "auto"))  # cuda.h100-sxm …
     max_source_kb: int = field(default_factory=lambda: _int("KJUDGE_MAX_SOURCE_KB", 256))
     submissions_per_minute: int = field(
         default_factory=lambda: _int("KJUDGE_SUBMISSIONS_PER_MINUTE", 10))
@@ -56,7 +57,7 @@ class Settings:
         return self.soft_time_limit_s + 60
 
     def queue_for(self, device_kind: str, model: str = "", rejudge: bool = False) -> str:
-        """judge.cpu, judge.cuda.h100, …; rejudges go to the `.rejudge` twin of the queue."""
+        """judge.cpu, judge.cuda.h100-sxm, …; rejudges go to the `.rejudge` twin of the queue."""
         name = f"{self.queue_prefix}.{device_kind}" + (f".{model}" if model else "")
         return name + (".rejudge" if rejudge else "")
 
