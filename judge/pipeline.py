@@ -260,9 +260,7 @@ class Judging:
         sub = Mount(root / "sub", "/kj/sub")
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
-        device_env, run_device = visible_device_env(self.device)
-        if self.sandbox.single_device and self.device.kind != "cpu":
-            device_env, run_device = {}, f"{self.device.kind}:0"
+        device_env, run_device = run_device_env(self.sandbox, self.device)
         config = {
             "loader": language.loader,
             "artifact": self.sandbox.path(sub, artifact.name),
@@ -507,6 +505,15 @@ class Judging:
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
             speedup) else 0.0
+
+
+def run_device_env(sandbox: Sandbox, device: DeviceInfo) -> tuple[dict[str, str], str]:
+    """The environment that shows a sandboxed run its one device, and torch's name for it there
+    (`cuda:0`, also on MetaX cards, whose torch build keeps torch.cuda's names)."""
+    env, name = visible_device_env(device)
+    if device.kind == "cuda" and sandbox.gpu_by_request:
+        env = {}  # the container holds that one GPU only
+    return env, name
 
 
 def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,

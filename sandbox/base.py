@@ -236,7 +236,7 @@ class Sandbox(ABC):
         """The interpreter that runs the harness inside this sandbox."""
         return sys.executable
 
-    single_device = False  # True: the sandbox exposes exactly one accelerator, as device 0
+    gpu_by_request = False  # True: the runtime gives a run only its one NVIDIA GPU (docker)
 
     @property
     def host_system(self) -> bool:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from sandbox.base import Mount, Sandbox, SandboxLimits, SandboxProcess
+from sandbox.base import DEFAULT_PATH, Mount, Sandbox, SandboxLimits, SandboxProcess
 from sandbox.bwrap import python_paths
 
 LABEL = "kjudge.sandbox"
@@ -164,8 +164,6 @@ class DockerProcess(SandboxProcess):
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates_filesystem = True
-    single_device = True  # one GPU by device request (or one set of MACA nodes)
-
     def __init__(self, image: str | None = None, devices: Sequence[str] = (),
                  gpu_uuid: str | None = None, owner: str | None = None,
                  host_python: bool | None = None):
@@ -174,6 +172,7 @@ class DockerSandbox(Sandbox):
             raise ImageNotPinned("set KJUDGE_DOCKER_IMAGE to the contest image, pinned by digest")
         self.client = _client()
         self.image_id = resolve_image(self.client, self.pinned)
+        self.image_path = image_path(self.client.images.get(self.image_id))
         self.host_python = (os.environ.get("KJUDGE_DOCKER_HOST_PYTHON") == "1"
                             if host_python is None else host_python)
         self.devices = [d for d in devices if "nvidia" not in d]  # NVIDIA: device request
@@ -192,6 +191,10 @@ class DockerSandbox(Sandbox):
     @property
     def host_system(self) -> bool:
         return self.host_python  # else the image's own system
+
+    @property
+    def gpu_by_request(self) -> bool:
+        return bool(self.gpu_uuid)  # the container has only that GPU (MACA: all listed nodes)
 
     @property
     def python(self) -> str:
@@ -226,8 +229,8 @@ class DockerSandbox(Sandbox):
             pids_limit=limits.pids, mem_limit=memory, memswap_limit=memory,
             nano_cpus=int(self.cpus * 1e9), working_dir=cwd.target,
             tmpfs={"/tmp": "rw,size=512m,uid=65534,gid=65534"}, volumes=self._volumes(mounts),
-            environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cwd.target,
-                         "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env},
+            environment={"HOME": cwd.target, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env,
+                         "PATH": join_paths(env.get("PATH", ""), self.image_path)},
             ulimits=[docker.types.Ulimit(name="nofile", soft=NOFILE, hard=NOFILE),
                      docker.types.Ulimit(name="core", soft=0, hard=0),
                      docker.types.Ulimit(name="fsize", soft=limits.file_size_mb * 2**20,
@@ -236,6 +239,20 @@ class DockerSandbox(Sandbox):
             labels={LABEL: "1", OWNER_LABEL: self.owner}, auto_remove=False,
         )
         return DockerProcess(container, limits.output_bytes, protocol)
+
+
+def image_path(image) -> str:
+    """The PATH the image sets (PyTorch images keep Python in /opt/conda/bin), else the usual."""
+    for item in image.attrs.get("Config", {}).get("Env") or []:
+        if item.startswith("PATH="):
+            return item[5:]
+    return DEFAULT_PATH
+
+
+def join_paths(*paths: str) -> str:
+    """PATH lists joined in order, each folder once: a run's own folders before the image's."""
+    folders = [f for p in paths for f in p.split(":") if f]
+    return ":".join(dict.fromkeys(folders))
 
 
 def remove_leftovers(owner: str) -> int:

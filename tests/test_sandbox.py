@@ -99,3 +99,58 @@ def test_docker_refuses_an_image_that_is_not_pinned():
 
     with pytest.raises(ImageNotPinned, match="not pinned"):
         resolve_image(None, "kjudge-test:latest")
+
+
+def test_docker_runs_find_what_the_image_keeps_on_its_own_path(tmp_path):
+    """PyTorch images keep Python in /opt/conda/bin and say so in their PATH: a run keeps that
+    PATH, after the folders the language asks for (nvcc's)."""
+    import subprocess
+
+    from tests.conftest import make_sandbox
+
+    base = make_sandbox("docker")  # skips (fails in CI) without an engine and the test image
+    root = tmp_path / "root"
+    (root / "opt/conda/bin").mkdir(parents=True)
+    for top in ("usr", "tmp", "kj", "proc", "dev", "sys", "etc"):
+        (root / top).mkdir()
+    for top in ("bin", "lib", "lib64", "sbin"):
+        (root / top).symlink_to(f"usr/{top}")
+    probe = root / "opt/conda/bin/kj-probe"
+    probe.write_text("#!/bin/sh\necho \"found on the image's path: $PATH\"\n")
+    probe.chmod(0o755)
+    tar = subprocess.run(["tar", "-C", root, "--owner=0", "--group=0", "-c", "."],
+                         capture_output=True, check=True).stdout
+    image = subprocess.run(["docker", "import", "--change",
+                            "ENV PATH=/opt/conda/bin:/usr/local/bin:/usr/bin:/bin", "-",
+                            "kjudge-test-conda:latest"], input=tar, capture_output=True,
+                           check=True).stdout.decode().strip()
+    try:
+        sandbox = type(base)(image=image, host_python=True)
+        mount = Mount(tmp_path, "/kj/scratch")
+        result = sandbox.run(["kj-probe"], mounts=[mount], cwd=mount,
+                             env={"PATH": "/usr/local/cuda/bin:/usr/bin"},
+                             limits=SandboxLimits(memory_mb=256), timeout_s=60)
+        assert result.returncode == 0, result.output
+        assert ("found on the image's path: /usr/local/cuda/bin:/usr/bin:/opt/conda/bin:"
+                "/usr/local/bin:/bin") in result.output
+    finally:
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
+
+
+def test_a_run_sees_its_one_device_under_torchs_name_in_every_backend():
+    """MetaX's torch build names its cards cuda:N; a container given one NVIDIA GPU by device
+    request must not be told the host's index of it."""
+    from judge.device import DeviceInfo
+    from judge.pipeline import run_device_env
+    from sandbox.bwrap import BwrapSandbox
+    from sandbox.docker import DockerSandbox
+
+    maca = DeviceInfo("maca", "cuda:1", "MetaX C500", 8 * 2**20, "xcore1000")
+    h200 = DeviceInfo("cuda", "cuda:3", "NVIDIA H200", 60 * 2**20, "sm_90a", uuid="GPU-5c7b")
+    docker = object.__new__(DockerSandbox)  # no engine needed to ask how it exposes devices
+    docker.gpu_uuid = None
+    assert run_device_env(docker, maca) == (
+        {"CUDA_VISIBLE_DEVICES": "1", "MACA_VISIBLE_DEVICES": "1"}, "cuda:0")
+    docker.gpu_uuid = h200.uuid
+    assert run_device_env(docker, h200) == ({}, "cuda:0")
+    assert run_device_env(BwrapSandbox(), h200) == ({"CUDA_VISIBLE_DEVICES": "GPU-5c7b"}, "cuda:0")
