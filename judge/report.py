@@ -63,6 +63,9 @@ def _applied_lines(applied: dict) -> list[str]:
         return []
     lines = [f"ran on {applied.get('device_model')} ({applied.get('device')}), "
              f"sandbox {applied.get('sandbox')}, {applied.get('toolchain')}"]
+    setup = applied.get("timing_setup") or {}
+    if setup.get("empty_call_ms") is not None:
+        lines.append(f"empty call (timing floor): {setup['empty_call_ms'] * 1000:.1f} us")
     gpu = applied.get("gpu_state")
     if gpu:
         lines.append(f"gpu before timing: {_gpu_state(gpu.get('before'))}")

@@ -29,9 +29,10 @@ def test_a_failed_launch_after_run_kernel_is_a_device_error_with_the_cuda_messag
     args = [{"name": n, "role": r, "dtype": d} for n, r, d in (
         ("a", "input", "float32"), ("b", "input", "float32"), ("c", "output", "float32"),
         ("n", "scalar", "int32"))]
-    call = harness.load_native(str(built.artifact), args)
+    call, check = harness.load_native(str(built.artifact), args)
+    call(0, 0, 0, 1024)  # the launch fails: no driver here, as a bad grid fails on a GPU
     with pytest.raises(harness.DeviceError, match=r"cudaError\w+: "):
-        call(0, 0, 0, 1024)  # the launch fails: no driver here, as a bad grid fails on a GPU
+        check()
 
 
 def test_a_cpp_library_without_the_device_check_still_runs(tmp_path):
@@ -41,17 +42,20 @@ def test_a_cpp_library_without_the_device_check_still_runs(tmp_path):
     src.write_text('extern "C" void run_kernel(float* y, int n) { for (int i = 0; i < n; ++i) '
                    'y[i] = i; }')
     subprocess.run(["g++", "-shared", "-fPIC", "-o", tmp_path / "k.so", src], check=True)
-    call = harness.load_native(str(tmp_path / "k.so"), [
+    call, check = harness.load_native(str(tmp_path / "k.so"), [
         {"name": "y", "role": "output", "dtype": "float32"},
         {"name": "n", "role": "scalar", "dtype": "int32"}])
     y = torch.zeros(4)
     call(y, 4)
-    assert y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert y.tolist() == [0.0, 1.0, 2.0, 3.0] and check is None
 
 
-def test_the_cpu_harness_device_reports_its_flush_and_no_l2_reset():
+def test_the_cpu_harness_device_reports_its_flush_its_floor_and_no_l2_reset():
     device = harness.Device("cpu", 4096)
-    assert device.describe() == {"flush_bytes": 4096, "persisting_l2_reset": False}
+    described = device.describe()
+    assert {k: described[k] for k in ("flush_bytes", "flush_read_bytes", "persisting_l2_reset")} \
+        == {"flush_bytes": 4096, "flush_read_bytes": 0, "persisting_l2_reset": False}
+    assert 0 < described["empty_call_ms"] < 1  # an empty call, timed as every call is
 
 
 FAKE_NVML = r"""

@@ -78,15 +78,19 @@ class Device:
     """The device the harness runs on: synchronization, the cache flush and one call's timing.
 
     On a GPU (torch's "cuda" device, also MACA's torch build) every timed call starts from a cold
-    L2: persisting-L2 lines a submission may have set up are reset (cudaCtxResetPersistingL2Cache)
-    and a buffer of at least twice the L2 size, read from the device, is written.
+    L2: persisting-L2 lines a submission may have set up are reset (cudaCtxResetPersistingL2Cache),
+    a buffer of at least twice the L2 size is written and then another one read, so that the
+    written lines are back in memory before the call instead of being written back during it.
     """
+
+    CALIBRATION_CALLS = 64
 
     def __init__(self, name: str, flush_bytes: int):
         self.name = name
         self.torch_device = torch.device(name)
         self.is_cuda = self.torch_device.type == "cuda"
         self._reset_persisting_l2 = None
+        self.flush_read = None
         if self.is_cuda:
             torch.cuda.set_device(self.torch_device)
             self._sync = torch.cuda.synchronize
@@ -98,39 +102,85 @@ class Device:
             reset = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
             if reset is not None and reset() == 0:  # kept only when it works on this device
                 self._reset_persisting_l2 = reset
+            self.flush_read = torch.ones(max(flush_bytes, 1), dtype=torch.uint8,
+                                         device=self.torch_device)
         self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
                                         device=self.torch_device)
         self.flushes = 0
+        self.calibrate()
+
+    def calibrate(self) -> None:
+        """Before any contestant code runs: the time of an empty call (the floor reported with
+        every judging) and, on a GPU, how long settling an idle device takes (see time_call)."""
+        if self.is_cuda:
+            self._events = tuple(self._event(enable_timing=True) for _ in range(3))
+        self.settle_floor_ms = float("inf")  # while calibrating: the end event alone
+        empty, settle = [], []
+        for _ in range(self.CALIBRATION_CALLS):
+            empty.append(self.time_call(lambda: None))
+            settle.append(self._last_settle_ms)
+        empty.sort()
+        settle.sort()
+        self.empty_call_ms = empty[len(empty) // 2]
+        # a high quantile: an honest call whose settling is slower than this is rare, and only
+        # by the host's jitter; work left running past the call shows as far more than it
+        self.settle_floor_ms = settle[int(0.9 * (len(settle) - 1))]
 
     def describe(self) -> dict:
         return {"flush_bytes": self.flush_buffer.numel(),
-                "persisting_l2_reset": self._reset_persisting_l2 is not None}
+                "flush_read_bytes": 0 if self.flush_read is None else self.flush_read.numel(),
+                "persisting_l2_reset": self._reset_persisting_l2 is not None,
+                "empty_call_ms": self.empty_call_ms, "settle_floor_ms": self.settle_floor_ms}
 
     def synchronize(self) -> None:
         if self.is_cuda:
             self._sync()
 
     def flush_cache(self) -> None:
-        """Reset persisting L2 lines, then write the whole flush buffer so no call starts warm."""
+        """Reset persisting L2 lines, write the flush buffer, then (GPU) read another one."""
         if self._reset_persisting_l2 is not None:
             self._reset_persisting_l2()
         self.flushes += 1
         self.flush_buffer.fill_(self.flushes & 0xFF)
+        if self.flush_read is not None:
+            self._flush_sum = self.flush_read.sum()  # kept: the read must not be skipped
 
-    def time_call(self, fn) -> float:
-        """Milliseconds of one call: CUDA events on GPU, a monotonic clock around a sync on CPU."""
-        self.synchronize()
-        if self.is_cuda:
-            start, end = self._event(enable_timing=True), self._event(enable_timing=True)
-            start.record()
+    _last_settle_ms = 0.0
+
+    def time_call(self, fn, check=None) -> float:
+        """Milliseconds of one call, with `check` (errors the call left behind) outside it.
+
+        GPU: CUDA events on the harness's stream, the end recorded right after the call returns,
+        so that no host round trip is measured. Work the call left on other streams is not
+        behind that event: the device is synchronized and a third event recorded; when the gap
+        between the end and that event exceeds an idle device's settling (calibrated), the call
+        is charged up to the third event. CPU: a monotonic clock around the call.
+        """
+        if not self.is_cuda:
+            t0 = _perf_counter_ns()
             fn()
-            self._sync()  # work left on other streams must not escape the measurement
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end)
-        t0 = _perf_counter_ns()
+            ms = (_perf_counter_ns() - t0) / 1e6
+            if check is not None:
+                check()
+            return ms
+        start, end, settled = self._events
+        self._sync()
+        start.record()
         fn()
-        return (_perf_counter_ns() - t0) / 1e6
+        end.record()
+        try:
+            self._sync()  # waits for every stream of the context, the submission's own too
+        except BaseException:
+            if check is not None:
+                check()  # the submission's runtime names the error it hit
+            raise
+        settled.record()
+        settled.synchronize()
+        if check is not None:
+            check()  # launch errors that left the context usable
+        ms = start.elapsed_time(end)
+        self._last_settle_ms = end.elapsed_time(settled)
+        return max(ms, start.elapsed_time(settled) - self.settle_floor_ms)
 
 
 def load_python(path: str):
@@ -145,6 +195,8 @@ def load_python(path: str):
 
 
 def load_native(path: str, args: list[dict]):
+    """run_kernel from a shared library, and the judge's device check linked into it (cuda,
+    maca: None elsewhere), which raises DeviceError for an error run_kernel left behind."""
     lib = ctypes.CDLL(path)
     try:
         fn = lib.run_kernel
@@ -153,20 +205,23 @@ def load_native(path: str, args: list[dict]):
     fn.restype = None
     fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
                    for a in args]
-    check = getattr(lib, "kjudge_device_check", None)  # linked in by the judge (cuda, maca)
-    message = ctypes.create_string_buffer(512)  # allocated once: call() runs in the timed region
-    if check is not None:
-        check.restype = ctypes.c_int
-        check.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
     def call(*values):
-        converted = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values]
-        fn(*converted)
-        if check is not None and check(message, len(message)):
+        fn(*[v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values])
+
+    device_check = getattr(lib, "kjudge_device_check", None)
+    if device_check is None:
+        return call, None
+    device_check.restype = ctypes.c_int
+    device_check.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    message = ctypes.create_string_buffer(512)
+
+    def check():
+        if device_check(message, len(message)):
             raise DeviceError("device error after run_kernel returned: "
                               + message.value.decode(errors="replace"))
 
-    return call
+    return call, check
 
 
 class LoadError(Exception):
@@ -232,16 +287,16 @@ class Harness:
         self.sets: list[InputSet] = []
         self.next_set = 0
         self.prepared: InputSet | None = None
-        self.fn = None
+        self.fn = self.check = None
 
     def load_kernel(self) -> None:
         if self.config["loader"] == "native":
-            self.fn = load_native(self.config["artifact"], self.args)
+            self.fn, self.check = load_native(self.config["artifact"], self.args)
         else:
             self.fn = load_python(self.config["artifact"])
 
-    def call(self, inputs: InputSet) -> None:
-        self.fn(*inputs.values)
+    def time_call(self, inputs: InputSet) -> float:
+        return self.device.time_call(lambda: self.fn(*inputs.values), self.check)
 
     def op_load(self, msg: dict) -> dict:
         self.sets, self.prepared = [], None
@@ -255,7 +310,7 @@ class Harness:
         inputs = self.sets[msg["set"]]
         for t in inputs.outputs.values():
             poison(t)
-        ms = self.device.time_call(lambda: self.call(inputs))
+        ms = self.time_call(inputs)
         modified = inputs.modified_inputs()
         if modified:
             return {"ok": False, "kind": "WA",
@@ -287,7 +342,7 @@ class Harness:
         if self.prepared is None:
             self.op_prepare({})
         inputs, self.prepared = self.prepared, None
-        return {"ok": True, "ms": self.device.time_call(lambda: self.call(inputs))}
+        return {"ok": True, "ms": self.time_call(inputs)}
 
     def op_save(self, msg: dict) -> dict:
         for i, inputs in enumerate(self.sets):

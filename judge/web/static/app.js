@@ -320,6 +320,8 @@ function appliedPanel(r) {
     ["versions", esc(Object.entries(a.versions || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")],
     ["cache flush", a.timing_setup ? `${num(a.timing_setup.flush_bytes / 2 ** 20)} MiB`
       + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
+    ["empty call (floor)", a.timing_setup && a.timing_setup.empty_call_ms != null
+      ? `${num(1000 * a.timing_setup.empty_call_ms)} µs` : "–"],
     ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
     ["flags", esc((r.flags || []).join("; ") || "–")],
   ];
