@@ -87,7 +87,8 @@ class Contender:
     sandbox: Sandbox
     versions: dict = field(default_factory=dict)
     setup: dict = field(default_factory=dict)  # flush size, persisting-L2 reset (from the harness)
-    jit_grace_s: float = 0.0  # extra time for the first call of each test point (JIT languages)
+    jit: bool = False  # compiles at the first call of each new shape: warmed before the checks
+    warmed: set[str] = field(default_factory=set)  # test points already called once
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -281,11 +282,8 @@ class Judging:
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
-        # On a GPU, Triton and TileLang compile at the first call of every new shape: that call
-        # may also take the compile time limit (a correctness call, never a timed one). On the
-        # CPU the Triton interpreter compiles nothing and TileLang's C target builds in a moment.
-        grace = self.spec.limits.compile_s if language.jit and self.device.kind != "cpu" else 0.0
-        contender = Contender(role, proc, scratch, self.sandbox, jit_grace_s=grace)
+        contender = Contender(role, proc, scratch, self.sandbox,
+                              jit=self.device.kind in language.jit_devices)
         try:
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":
@@ -335,13 +333,23 @@ class Judging:
         who.request({"op": "load", "test": test.name, "files": files,
                      "outputs": cases[0].output_specs}, STARTUP_GRACE_S)
 
+    def _warm(self, who: Contender, test: TestPoint) -> None:
+        """On a GPU, Triton and TileLang compile at the first call of every new shape: that
+        call, neither checked nor timed, may also take the compile time limit; every later call
+        has the run limit alone."""
+        if who.jit and test.name not in who.warmed:
+            who.request({"op": "warm", "set": 0},
+                        self.spec.limits.compile_s + self.spec.limits.run_s)
+            who.warmed.add(test.name)
+
     def _check_test(self, sub: Contender, test: TestPoint, cases: list[TestCase]) -> CheckReport:
         self._load(sub, test, cases)
+        self._warm(sub, test)
         reports = []
         for index, case in enumerate(cases):
             reply = sub.request({"op": "run", "set": index,
                                  "save": sub.out_path(test.name, f"check{index}.pt")},
-                                self.spec.limits.run_s + (sub.jit_grace_s if index == 0 else 0.0))
+                                self.spec.limits.run_s)
             self.kernel_ms += reply.get("ms", 0.0)
             reports.append(self._compare(sub.host_out(test.name, f"check{index}.pt"), case))
         return next((r for r in reports if not r.passed), reports[0])
@@ -405,6 +413,7 @@ class Judging:
         pair = [sub, base]
         for who in pair:
             self._load(who, test, cases)
+            self._guard(who, lambda w=who: self._warm(w, test))
             self._guard(who, lambda w=who: w.request(
                 {"op": "warmup", "seconds": timing.warmup_s, "min_calls": 2},
                 timing.warmup_s + 3 * run_s))

@@ -237,3 +237,39 @@ def test_judging_without_isolation_is_flagged(vector_add, cpu):
     result = judge(vector_add, "solutions/AC/loop.cpp", cpu, get_sandbox("process"))
     assert result.verdict is Verdict.AC
     assert any("isolates neither" in flag for flag in result.flags)
+
+
+JIT_FIRST_CALL = """
+import time
+compiled = set()
+
+def run_kernel(a, b, c, n):
+    if n not in compiled:  # a JIT compiling for a new shape
+        time.sleep({compile_s})
+        compiled.add(n)
+    time.sleep({run_s})
+    c.copy_(a + b)
+"""
+
+
+def test_the_compile_grace_of_jit_languages_covers_compiling_only(cpu, default_sandbox, tmp_path):
+    """A JIT language (Triton, TileLang on a GPU) may compile at the first call of each shape
+    within compile_s; every call, the first included, still runs within run_s."""
+    from judge.languages.torch import Torch
+
+    class JitTorch(Torch):  # a JIT language on this CPU, as Triton is on a GPU
+        jit_devices = ("cpu",)
+
+    folder = tmp_path / "vector_add"
+    shutil.copytree(VA, folder)
+    spec = folder / "problem.yaml"
+    spec.write_text(spec.read_text().replace("compile_s: 60, run_s: 3", "compile_s: 8, run_s: 1")
+                    .replace("input_sets: 2", "input_sets: 1"))
+    problem = load_problem(folder)
+    options = JudgeOptions(timing=False, tests=["tiny"])
+    compiles = judge(problem, JIT_FIRST_CALL.format(compile_s=2.5, run_s=0), cpu,
+                     default_sandbox, options, language=JitTorch())
+    assert compiles.verdict is Verdict.AC, compiles.message
+    slow = judge(problem, JIT_FIRST_CALL.format(compile_s=0, run_s=1.5), cpu, default_sandbox,
+                 options, language=JitTorch())
+    assert slow.verdict is Verdict.TLE, slow.to_dict()

@@ -10,6 +10,7 @@ duplicate of the original stdout, while fd 1 and fd 2 both go to stderr (the sub
 Requests:
   {"op": "load", "test": T, "files": [input files], "outputs": {name: {"shape", "dtype"}}}
   {"op": "run", "set": i, "save": path}     one checked call (poisoned outputs, inputs verified)
+  {"op": "warm", "set": i}                  one call neither checked nor timed (JIT compiles)
   {"op": "warmup", "seconds": s, "min_calls": n}
   {"op": "prepare"}                         poison the next input set's outputs, flush the cache
   {"op": "time"}                            one timed call on the prepared input set (the judge
@@ -318,6 +319,10 @@ class Harness:
         _save(inputs.outputs, msg["save"])
         return {"ok": True, "ms": ms}
 
+    def op_warm(self, msg: dict) -> dict:
+        self.time_call(self.sets[msg["set"]])
+        return {"ok": True}
+
     def op_warmup(self, msg: dict) -> dict:
         deadline = _perf_counter_ns() + msg["seconds"] * 1e9
         calls = 0
@@ -355,7 +360,8 @@ class Harness:
         return {"ok": True}
 
     def serve(self) -> None:
-        handlers = {"load": self.op_load, "run": self.op_run, "warmup": self.op_warmup,
+        handlers = {"load": self.op_load, "run": self.op_run, "warm": self.op_warm,
+                    "warmup": self.op_warmup,
                     "prepare": self.op_prepare, "time": self.op_time, "save": self.op_save}
         for line in sys.stdin.buffer:
             msg = json.loads(line)

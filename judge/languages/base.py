@@ -48,7 +48,8 @@ class Language:
     loader: str = "python"  # or "native"
     devices: tuple[str, ...] = ()
     source_name: str = "submission.py"
-    jit: bool = False  # compiles on the device at the first call of each shape (Triton, TileLang)
+    # devices on which it compiles at the first call of each new shape (Triton, TileLang on GPUs)
+    jit_devices: tuple[str, ...] = ()
 
     def toolchain_version(self) -> str:
         return "python"

@@ -22,7 +22,7 @@ class TileLang(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
-    jit = True
+    jit_devices = ("cuda", "maca")
 
     def toolchain_version(self) -> str:
         return f"tilelang {package_version('tilelang')}"

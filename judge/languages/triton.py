@@ -16,7 +16,7 @@ class Triton(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
-    jit = True
+    jit_devices = ("cuda", "maca")
 
     def toolchain_version(self) -> str:
         return f"triton {package_version('triton')}"
