@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Download, on a machine with network, the wheels deploy/gpu-selftest.sh installs on a GPU machine
+# On a machine with network: pack the packages that deploy/gpu-selftest.sh adds on a GPU machine
 # that has python3 (3.12), torch, triton and nvcc but not the judge's own dependencies.
-# Writes .whl/ (git-ignored). About 56 MB; z3-solver (38 MB) is left out: TileLang runs without it
-# (its Z3 scheduling is off).
+# Writes .whl/site-packages.tar.xz (git-ignored, ~40 MB, under the 64 MiB a device call carries):
+# the wheels unpacked (pip is not needed there), with z3-solver's library once (tilelang's
+# libtvm_compiler.so links libz3.so.4.15: without it `import tilelang` fails) and without its
+# command-line z3. deploy/gpu-env.sh unpacks it into a --system-site-packages venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 PYVER=${PYVER:-3.12}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 platforms=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
          manylinux2014_x86_64 manylinux1_x86_64; do platforms+=(--platform "$p"); done
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version "$PYVER" --implementation cp \
-    "${platforms[@]}" -d .whl \
+    "${platforms[@]}" -d "$work/wheels" \
     pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
-    tilelang==0.1.15 apache-tvm-ffi==0.1.12 torch-c-dlpack-ext==0.1.5
-du -sh .whl
+    tilelang==0.1.15 apache-tvm-ffi==0.1.12 torch-c-dlpack-ext==0.1.5 z3-solver==4.15.4.0
+mkdir -p "$work/site" .whl
+for wheel in "$work"/wheels/*.whl; do $PY -m zipfile -e "$wheel" "$work/site"; done
+rm -rf "$work"/site/z3_solver-*.data                      # the z3 executable
+ln -sf libz3.so.4.15 "$work/site/z3/lib/libz3.so"         # the same library, shipped twice
+tar -C "$work/site" -cf - . | xz -T0 -9 > .whl/site-packages.tar.xz
+du -h .whl/site-packages.tar.xz

@@ -5,21 +5,19 @@
 # (`pytest -m gpu`: timing accuracy, CUDA errors as RE, L2 reset, NVML). Results go to $OUT when
 # set (the device tool's output folder), else build/gpu-selftest/.
 #
-# The machine needs python3 with torch (CUDA), triton and nvcc. Missing pure-Python dependencies
-# (pydantic, tilelang, ...) can come as wheels in .whl/ (see deploy/README.md, "GPU self-test").
+# The machine needs python3 with torch (CUDA), triton and nvcc. The judge's other packages
+# (pydantic, tilelang, z3, ...) can come as .whl/site-packages.tar.xz (deploy/fetch-gpu-wheels.sh),
+# unpacked into a venv by deploy/gpu-env.sh (see deploy/README.md, "GPU self-test").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+. deploy/gpu-env.sh
+PY=$(kjudge_gpu_python) || exit 2
 OUT_DIR=${OUT:-build/gpu-selftest}
 mkdir -p "$OUT_DIR"
-if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/kjudge-site .whl/*.whl || exit 2
-    export PYTHONPATH="/tmp/kjudge-site:${PYTHONPATH:-}"
-fi
-export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
-export KJUDGE_CACHE_DIR=${KJUDGE_CACHE_DIR:-/tmp/kjudge-cache}
+export PYTHONUNBUFFERED=1 KJUDGE_CACHE_DIR=${KJUDGE_CACHE_DIR:-/tmp/kjudge-cache}
 
+# as the harness starts Python (-E -s): every package a judging needs must import so
+$PY -E -s -c 'import torch, triton, tilelang, pydantic, yaml' || exit 2
 $PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "no CUDA device visible")' || exit 2
 status=0
 timeout 300 $PY bench/gpu_selftest.py --device cuda --repeats "${REPEATS:-3}" --budget-s 240 \

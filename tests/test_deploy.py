@@ -63,3 +63,44 @@ def test_the_gpu_selftest_script_parses_and_runs_the_table_and_the_gpu_tests():
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     text = script.read_text()
     assert "bench/gpu_selftest.py" in text and "-m gpu tests/gpu" in text
+
+
+def test_the_gpu_environment_is_seen_by_a_harness_started_with_E_s(tmp_path):
+    """deploy/gpu-env.sh unpacks the bundle of packages into a --system-site-packages venv: a
+    Python started as the harness is (-E -s, PYTHONPATH ignored) sees the bundle's packages, the
+    base interpreter's own, and the judge through a .pth file."""
+    staged = tmp_path / "staged"
+    (staged / "kjudge_probe_pkg").mkdir(parents=True)
+    (staged / "kjudge_probe_pkg" / "__init__.py").write_text("FROM_BUNDLE = True\n")
+    bundle = tmp_path / "site-packages.tar.xz"
+    subprocess.run(["tar", "-C", staged, "-cJf", bundle, "."], check=True)
+    venv = tmp_path / "venv"
+    script = f'. deploy/gpu-env.sh && kjudge_gpu_python "{bundle}"'
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys._base_executable, "KJUDGE_GPU_VENV": str(venv),
+           "PYTHONPATH": "/nonexistent"}
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    python = done.stdout.strip().splitlines()[-1]
+    assert python == f"{venv}/bin/python"
+    probe = ("import kjudge_probe_pkg, pip, judge, sys; "
+             "print(kjudge_probe_pkg.FROM_BUNDLE, sys.flags.ignore_environment)")
+    seen = subprocess.run([python, "-E", "-s", "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert seen.stdout.split() == ["True", "1"], seen.stderr
+
+
+def test_the_gpu_bundle_pins_what_is_tested_here_and_keeps_the_library_tilelang_links():
+    """The bundle for GPU machines carries the versions this suite runs, and z3's library,
+    which tilelang's compiler library is linked against (without it `import tilelang` fails)."""
+    import re
+    from importlib import metadata
+
+    text = (ROOT / "deploy/fetch-gpu-wheels.sh").read_text()
+    pins = dict(re.findall(r"([a-z0-9-]+)==([0-9.]+)", text))
+    for name in ("tilelang", "apache-tvm-ffi", "z3-solver", "pydantic"):
+        assert pins[name] == metadata.version(name), name
+    compiler = next(p for p in metadata.files("tilelang") if p.name == "libtvm_compiler.so")
+    needed = subprocess.run(["objdump", "-p", compiler.locate()], capture_output=True,
+                            text=True).stdout
+    assert "libz3.so.4.15" in needed and "libz3.so.4.15" in text
