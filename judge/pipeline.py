@@ -49,6 +49,9 @@ STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
 IMPLAUSIBLE_SPEEDUP = 10.0
 UNACCOUNTED_FLOOR_MS = 0.5
 UNACCOUNTED_RATIO = 0.5
+# Host memory a JIT compile may add to a harness (TileLang: TVM's lowering and nvcc, ~0.5 GB
+# each for the bundled templates, bench/tilelang_jit_memory.py), on top of the problem's limit.
+JIT_COMPILER_MB = 2048
 # Threads each contender may use on the CPU device: one keeps timings reproducible on shared
 # hosts, where a second busy core would slow a multi-threaded baseline at random.
 CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
@@ -273,8 +276,10 @@ class Judging:
         (root / "sub" / "config.json").write_text(json.dumps(config))
         argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
                 self.sandbox.path(sub, "config.json")]
-        limits = SandboxLimits(memory_mb=self.spec.limits.memory_mb,
-                               output_bytes=self.spec.limits.output_kb * 1024,
+        jit = self.device.kind in language.jit_devices
+        # a JIT compiles inside this process tree (TileLang runs nvcc): room for the compiler
+        memory_mb = self.spec.limits.memory_mb + (JIT_COMPILER_MB if jit else 0)
+        limits = SandboxLimits(memory_mb=memory_mb, output_bytes=self.spec.limits.output_kb * 1024,
                                file_size_mb=self.file_size_mb)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
                **device_env, **language.runtime_env(self.device)}
@@ -282,8 +287,7 @@ class Judging:
             env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
-        contender = Contender(role, proc, scratch, self.sandbox,
-                              jit=self.device.kind in language.jit_devices)
+        contender = Contender(role, proc, scratch, self.sandbox, jit=jit)
         try:
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":

@@ -45,8 +45,10 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
         return backend()
     if backend is DockerSandbox:
         return backend(devices=devices, gpu_uuid=gpu_uuid)
-    # toolchains outside /usr (e.g. /opt/maca) are named in KJUDGE_SANDBOX_PATHS
-    extra = [p for p in os.environ.get("KJUDGE_SANDBOX_PATHS", "").split(":") if p]
+    # toolchains outside /usr (e.g. /opt/maca) are named in KJUDGE_SANDBOX_PATHS; CUDA's by
+    # CUDA_HOME, as nvcc is looked up there too
+    extra = [p for p in [*os.environ.get("KJUDGE_SANDBOX_PATHS", "").split(":"),
+                         os.environ.get("CUDA_HOME", "")] if p]
     return backend(extra_system_paths=extra, devices=devices)
 
 

@@ -1,7 +1,8 @@
 """The `bwrap` backend (bubblewrap): no network, read-only system, private /tmp, uid 65534.
 
 Only what the run needs is visible: the system's /usr, the Python installation and its
-environment, the toolchains named in `extra_system_paths`, and the job's own mounts.
+environment, the toolchains named in `extra_system_paths`, and the job's own mounts; runs on an
+accelerator also get its device nodes and a read-only /sys (as a container does).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class BwrapSandbox(Sandbox):
         for path in [*ETC_FILES, *python_paths(), *self.extra_system_paths]:
             if Path(path).exists():
                 cmd += ["--ro-bind", path, path]
+        if self.devices:  # the CUDA driver reads the GPU's PCI and NUMA topology under /sys
+            cmd += ["--ro-bind", "/sys", "/sys"]
         for device in self.devices:
             cmd += ["--dev-bind", device, device]
         for mount in mounts:

@@ -154,3 +154,43 @@ def test_a_run_sees_its_one_device_under_torchs_name_in_every_backend():
     docker.gpu_uuid = h200.uuid
     assert run_device_env(docker, h200) == ({}, "cuda:0")
     assert run_device_env(BwrapSandbox(), h200) == ({"CUDA_VISIBLE_DEVICES": "GPU-5c7b"}, "cuda:0")
+
+
+def test_bwrap_shows_sys_to_accelerator_runs_only(tmp_path):
+    """The CUDA driver reads /sys (PCI and NUMA topology); CPU runs have no need of it."""
+    from sandbox.bwrap import BwrapSandbox
+
+    if not BwrapSandbox.available():
+        pytest.skip("bwrap not installed")
+    mount = Mount(tmp_path, "/kj/scratch")
+    argv = ["/bin/cat", "/sys/devices/system/cpu/online"]
+    limits = SandboxLimits(memory_mb=256)
+    gpu = BwrapSandbox(devices=["/dev/null"]).run(argv, mounts=[mount], cwd=mount, env={},
+                                                  limits=limits, timeout_s=30)
+    cpu = BwrapSandbox().run(argv, mounts=[mount], cwd=mount, env={}, limits=limits, timeout_s=30)
+    assert gpu.returncode == 0 and cpu.returncode != 0, (gpu.output, cpu.output)
+
+
+def test_the_cuda_toolkit_is_found_and_shown_to_sandboxes_without_the_path(tmp_path, monkeypatch):
+    """CUDA images put nvcc in $CUDA_HOME/bin or /usr/local/cuda/bin without touching PATH."""
+    from judge.device import DeviceInfo
+    from judge.languages import get_language
+    from judge.languages.cuda import cuda_home, find_nvcc
+    from sandbox import get_sandbox
+
+    toolkit = tmp_path / "cuda-12.8"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "include").mkdir()
+    (toolkit / "include" / "cuda.h").write_text("")
+    (toolkit / "bin" / "nvcc").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.8'\n")
+    (toolkit / "bin" / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("CUDA_HOME", str(toolkit))
+    monkeypatch.delenv("KJUDGE_NVCC", raising=False)
+    assert find_nvcc() == str(toolkit / "bin" / "nvcc") and cuda_home() == str(toolkit)
+    h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a")
+    assert get_language("cuda").compiler == str(toolkit / "bin" / "nvcc")
+    assert get_language("tilelang").runtime_env(h200)["CUDA_HOME"] == str(toolkit)
+    assert get_language("cuda").runtime_env(h200)["PATH"].startswith(f"{toolkit}/bin:")
+    if get_sandbox("auto").name == "bwrap":
+        assert str(toolkit) in get_sandbox("bwrap").extra_system_paths

@@ -15,6 +15,33 @@ DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile
 CHECK_SOURCE = "kjudge_check.cu"  # kjudge_device_check: CUDA errors after run_kernel become RE
 
 
+def find_nvcc() -> str | None:
+    """nvcc on the PATH, else in $CUDA_HOME/bin, else in /usr/local/cuda/bin (where CUDA images
+    and installers put it without touching the PATH)."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    homes = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        nvcc = Path(home, "bin", "nvcc")
+        if os.access(nvcc, os.X_OK):
+            return str(nvcc)
+    return None
+
+
+def cuda_home() -> str | None:
+    """The CUDA toolkit's folder (TileLang finds nvcc and CUDA's headers there)."""
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and Path(home).is_dir():
+            return home
+    nvcc = find_nvcc()
+    if nvcc and Path(nvcc).resolve().parent.name == "bin":
+        root = Path(nvcc).resolve().parent.parent
+        if (root / "include" / "cuda.h").is_file():
+            return str(root)
+    return "/usr/local/cuda" if Path("/usr/local/cuda/include/cuda.h").is_file() else None
+
+
 class Cuda(Language):
     name = "cuda"
     extensions = (".cu",)
@@ -24,7 +51,7 @@ class Cuda(Language):
 
     @property
     def compiler(self) -> str:
-        return os.environ.get("KJUDGE_NVCC", "nvcc")
+        return os.environ.get("KJUDGE_NVCC") or find_nvcc() or "nvcc"
 
     def toolchain_version(self) -> str:
         return tool_version((self.compiler, "--version"))

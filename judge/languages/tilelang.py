@@ -9,12 +9,12 @@ with an arch); `maca` on MetaX devices (the MACA build of TileLang).
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from judge.device import DeviceInfo
 from judge.languages.base import Language, package_version
 from judge.languages.cuda import LANGUAGE as CUDA
+from judge.languages.cuda import cuda_home
 
 
 class TileLang(Language):
@@ -35,8 +35,9 @@ class TileLang(Language):
         env = {"TILELANG_CACHE_DIR": "/tmp/tilelang-cache", "TVM_NUM_THREADS": "1"}
         if device.kind == "cuda":  # TileLang runs nvcc at the first call: find it as the judge does
             env.update(CUDA.runtime_env(device))
-            if os.environ.get("CUDA_HOME"):
-                env["CUDA_HOME"] = os.environ["CUDA_HOME"]
+            home = cuda_home()
+            if home:
+                env["CUDA_HOME"] = home
             if device.arch:
                 target = json.dumps({"kind": "cuda", "arch": device.arch})
         return {"KJUDGE_TILELANG_TARGET": target, **env}

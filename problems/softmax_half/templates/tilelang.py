@@ -1,4 +1,5 @@
 import json
+import math
 import os
 
 import tilelang
@@ -31,5 +32,7 @@ def make_softmax(rows, cols, threads=128):
 def run_kernel(x, y, rows, cols):
     key = (rows, cols)
     if key not in _kernels:
-        _kernels[key] = tilelang.compile(make_softmax(rows, cols), target=TARGET)
+        # the threads of a row's block must divide its columns for TileLang's reduce layouts
+        threads = math.gcd(cols, 128)
+        _kernels[key] = tilelang.compile(make_softmax(rows, cols, threads), target=TARGET)
     _kernels[key](x, y)
