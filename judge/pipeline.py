@@ -33,7 +33,7 @@ from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.result import JudgeResult, TestReport
 from judge.rules import check_rules
-from judge.telemetry import gpu_state
+from judge.telemetry import GpuMemoryWatch, gpu_state
 from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
     Mount,
@@ -52,6 +52,9 @@ UNACCOUNTED_RATIO = 0.5
 # Host memory a JIT compile may add to a harness (TileLang: TVM's lowering and nvcc, ~0.5 GB
 # each for the bundled templates, bench/tilelang_jit_memory.py), on top of the problem's limit.
 JIT_COMPILER_MB = 2048
+# Device memory of a submission's process when the problem sets none: the baseline, started
+# first, and the judge's own reference share the rest.
+DEFAULT_GPU_MEMORY_SHARE = 0.4
 # Threads each contender may use on the CPU device: one keeps timings reproducible on shared
 # hosts, where a second busy core would slow a multi-threaded baseline at random.
 CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
@@ -92,6 +95,7 @@ class Contender:
     setup: dict = field(default_factory=dict)  # flush size, persisting-L2 reset (from the harness)
     jit: bool = False  # compiles at the first call of each new shape: warmed before the checks
     warmed: set[str] = field(default_factory=set)  # test points already called once
+    gpu_watch: GpuMemoryWatch | None = None  # device memory of the process tree (NVIDIA)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -131,10 +135,25 @@ class Contender:
     def death(self, detail: str) -> RunFailure:
         if self.proc.output_exceeded:
             return RunFailure(Verdict.OLE, "stdout/stderr exceeded the output limit")
+        if self.gpu_memory_exceeded():
+            return RunFailure(Verdict.MLE, f"GPU memory limit exceeded: "
+                                           f"{self.gpu_watch.limit_bytes / 2**20:.0f} MiB")
         if self.proc.memory_exceeded():
             return RunFailure(Verdict.MLE, "memory limit exceeded")
         tail = self.proc.log()[-2000:]
         return RunFailure(Verdict.RE, f"{self.proc.exit_description()}; {detail}\n{tail}".strip())
+
+    def gpu_memory_exceeded(self) -> bool:
+        """Over its device memory limit, now (a fresh look) or at any poll so far."""
+        if self.gpu_watch is None:
+            return False
+        self.gpu_watch.poll()
+        return self.gpu_watch.exceeded
+
+    def close(self) -> None:
+        if self.gpu_watch is not None:
+            self.gpu_watch.stop()
+        self.proc.close()
 
 
 class Judging:
@@ -203,28 +222,42 @@ class Judging:
         except Exception as exc:
             raise ProblemRuntimeError(f"checker {self.spec.checker} failed to load: {exc}") from exc
         reference = Reference(self.problem, self.device.torch_name)
-        cases = {t.name: self._cases(reference, t) for t in tests}
-        largest = max(sum(t.numel() * t.element_size() for t in c.expected.values())
-                      for group in cases.values() for c in group)
         # outputs are the only files a run writes: a disk-filling submission dies at this size
+        largest = max(math.prod(spec["shape"]) * getattr(torch, spec["dtype"]).itemsize
+                      for t in tests for spec in reference.output_specs(t).values())
         self.file_size_mb = max(64, math.ceil(4 * largest / 2**20))
+        # The baseline starts first: it takes its device memory before any contestant code runs
+        # (a submission hogging the GPU cannot make the judge fail), and loads while the
+        # reference computes the expected outputs.
+        baseline = self._spawn_baseline() if self.options.timing else None
+        submission = None
         try:
-            submission = self._start("submission", self.language, compiled.artifact)
-        except RunFailure as failure:
-            self.result.verdict, self.result.message = failure.verdict, failure.message
-            self.result.tests = [self._report(t, None) for t in tests]
-            return
-        self.result.applied["versions"] = submission.versions
-        self.result.applied["timing_setup"] = submission.setup
-        try:
+            cases = {t.name: self._cases(reference, t) for t in tests}
+            if baseline is not None:
+                try:
+                    self._await_ready(baseline)
+                except RunFailure as failure:
+                    raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") \
+                        from None
+            try:
+                submission = self._start("submission", self.language, compiled.artifact)
+            except RunFailure as failure:
+                self.result.verdict, self.result.message = failure.verdict, failure.message
+                self.result.tests = [self._report(t, None) for t in tests]
+                return
+            self.result.applied["versions"] = submission.versions
+            self.result.applied["timing_setup"] = submission.setup
             self._check_all(submission, tests, cases)
-            verdicts = [t.verdict for t in self.result.tests if t.verdict]
-            self.result.verdict = overall_verdict(verdicts)
-            if self.result.verdict is Verdict.AC and self.options.timing:
-                self._time_all(submission, tests, cases)
+            self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
+                                                   if t.verdict])
+            if self.result.verdict is Verdict.AC and baseline is not None:
+                self._time_all(submission, baseline, tests, cases)
         finally:
-            self.result.peak_memory_mb = round(submission.proc.peak_memory_mb(), 1)
-            submission.proc.close()
+            if submission is not None:
+                self.result.peak_memory_mb = round(submission.proc.peak_memory_mb(), 1)
+            for who in (submission, baseline):
+                if who is not None:
+                    self._close(who)
         self._score()
 
     def _compile(self, language: Language, source: str):
@@ -251,11 +284,38 @@ class Judging:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.save({k: (v.cpu() if isinstance(v, torch.Tensor) else v)
                         for k, v in case.inputs.items()}, path)
+            case.inputs.clear()  # the file holds them now: free the judge's copy on the device
             cases.append(case)
+        if self.device.kind != "cpu":
+            torch.cuda.empty_cache()
         return cases
 
     # -- processes -------------------------------------------------------------------------
     def _start(self, role: str, language: Language, artifact: Path) -> Contender:
+        contender = self._spawn(role, language, artifact)
+        self._await_ready(contender)
+        return contender
+
+    def _spawn_baseline(self) -> Contender:
+        path = self.problem.path / self.spec.baseline
+        language = infer_language(path, path.read_text())
+        compiled = self._compile(language, path.read_text())
+        if not compiled.ok:
+            raise ProblemRuntimeError(f"the baseline does not compile:\n{compiled.log}")
+        self.result.applied["baseline_language"] = language.name
+        return self._spawn("baseline", language, compiled.artifact)
+
+    @property
+    def gpu_memory_limit_bytes(self) -> int | None:
+        """The submission's device memory: the problem's limit, else a share of the device's."""
+        if self.spec.limits.gpu_memory_mb is not None:
+            return self.spec.limits.gpu_memory_mb * 2**20
+        if self.device.memory_bytes:
+            return int(DEFAULT_GPU_MEMORY_SHARE * self.device.memory_bytes)
+        return None
+
+    def _spawn(self, role: str, language: Language, artifact: Path) -> Contender:
+        """Start a harness process for the submission or the baseline (not waiting for it)."""
         root = self.workdir / role
         (root / "sub").mkdir(parents=True)
         (root / "scratch").mkdir()
@@ -265,6 +325,7 @@ class Judging:
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
         device_env, run_device = run_device_env(self.sandbox, self.device)
+        gpu_limit = self.gpu_memory_limit_bytes if role == "submission" else None
         config = {
             "loader": language.loader,
             "artifact": self.sandbox.path(sub, artifact.name),
@@ -272,6 +333,7 @@ class Judging:
             "device": run_device,
             "flush_bytes": self.device.flush_bytes,
             "cpu_threads": CPU_THREADS,
+            "gpu_memory_bytes": gpu_limit if self.device.kind != "cpu" else None,
         }
         (root / "sub" / "config.json").write_text(json.dumps(config))
         argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
@@ -288,6 +350,12 @@ class Judging:
         proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
                                   env=env, limits=limits)
         contender = Contender(role, proc, scratch, self.sandbox, jit=jit)
+        # device memory is watched from here, outside the sandbox; over its limit the run dies
+        contender.gpu_watch = GpuMemoryWatch.start(self.device, proc.pids, gpu_limit, proc.kill)
+        return contender
+
+    def _await_ready(self, contender: Contender) -> None:
+        """Wait for the harness, then for the source to load; failures close the process."""
         try:
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":
@@ -295,14 +363,21 @@ class Judging:
             contender.loaded = True
             ready = contender.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
         except ReplyTimeout:
-            proc.close()
+            self._close(contender)
             raise RunFailure(Verdict.TLE, "loading the source did not finish in time") from None
         except RunFailure:
-            proc.close()
+            self._close(contender)
             raise
         contender.versions = ready.get("versions", {})
         contender.setup = ready.get("device", {})
-        return contender
+
+    def _close(self, contender: Contender) -> None:
+        contender.close()
+        watch = contender.gpu_watch
+        if watch is not None:
+            self.result.applied.setdefault("gpu_memory", {})[contender.role] = {
+                "peak_mb": watch.peak_mb,
+                "limit_mb": None if watch.limit_bytes is None else watch.limit_bytes // 2**20}
 
     # -- correctness -----------------------------------------------------------------------
     def _report(self, test: TestPoint, verdict: Verdict | None, message: str = "",
@@ -376,18 +451,8 @@ class Judging:
         return merge(reports, tol.matched_ratio)
 
     # -- timing ----------------------------------------------------------------------------
-    def _time_all(self, sub: Contender, tests: list[TestPoint],
+    def _time_all(self, sub: Contender, base: Contender, tests: list[TestPoint],
                   cases: dict[str, list[TestCase]]) -> None:
-        baseline_path = self.problem.path / self.spec.baseline
-        baseline_lang = infer_language(baseline_path, baseline_path.read_text())
-        compiled = self._compile(baseline_lang, baseline_path.read_text())
-        if not compiled.ok:
-            raise ProblemRuntimeError(f"the baseline does not compile:\n{compiled.log}")
-        try:
-            base = self._start("baseline", baseline_lang, compiled.artifact)
-        except RunFailure as failure:
-            raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") from None
-        self.result.applied["baseline_language"] = baseline_lang.name
         before = gpu_state(self.device)
         try:
             reports = {r.name: r for r in self.result.tests}
@@ -406,7 +471,6 @@ class Judging:
                                                            if t.verdict])
                     return
         finally:
-            base.proc.close()
             if before is not None:
                 self.result.applied["gpu_state"] = {"before": before,
                                                     "after": gpu_state(self.device)}
@@ -416,20 +480,20 @@ class Judging:
         timing, run_s = self.spec.timing, self.spec.limits.run_s
         pair = [sub, base]
         for who in pair:
-            self._load(who, test, cases)
-            self._guard(who, lambda w=who: self._warm(w, test))
+            self._guard(who, lambda w=who: self._load(w, test, cases), sub)
+            self._guard(who, lambda w=who: self._warm(w, test), sub)
             self._guard(who, lambda w=who: w.request(
                 {"op": "warmup", "seconds": timing.warmup_s, "min_calls": 2},
-                timing.warmup_s + 3 * run_s))
+                timing.warmup_s + 3 * run_s), sub)
         samples: dict[str, list[float]] = {"submission": [], "baseline": []}
         unaccounted: dict[str, list[float]] = {"submission": [], "baseline": []}
         started = time.monotonic()
         while True:
             random.shuffle(pair)  # interleaved, in a random order within each round
             for who in pair:
-                self._guard(who, lambda w=who: w.request({"op": "prepare"}, run_s))
+                self._guard(who, lambda w=who: w.request({"op": "prepare"}, run_s), sub)
                 sent = time.perf_counter()
-                reply = self._guard(who, lambda w=who: w.request({"op": "time"}, run_s))
+                reply = self._guard(who, lambda w=who: w.request({"op": "time"}, run_s), sub)
                 round_trip_ms = (time.perf_counter() - sent) * 1000
                 samples[who.role].append(reply["ms"])
                 unaccounted[who.role].append(round_trip_ms - reply["ms"])
@@ -443,7 +507,7 @@ class Judging:
         for who in (sub, base):
             out_dir = who.out_path(test.name, "timed")
             self._guard(who, lambda w=who, d=out_dir: w.request({"op": "save", "dir": d},
-                                                                 STARTUP_GRACE_S))
+                                                                 STARTUP_GRACE_S), sub)
         for who in (sub, base):
             for index, case in enumerate(cases):
                 check = self._compare(who.host_out(test.name, "timed", f"{index}.pt"), case)
@@ -474,15 +538,19 @@ class Judging:
                 f"{test.name}: {excess:.3f} ms per call spent outside the measured region "
                 f"(reported {report.time_ms:.3f} ms)")
 
-    @staticmethod
-    def _guard(who: Contender, call):
-        """Failures of the baseline are the judge's problem (SE), never the contestant's."""
+    def _guard(self, who: Contender, call, sub: Contender | None = None):
+        """Failures of the baseline are the judge's problem (SE), never the contestant's, unless
+        the submission holds more device memory than its limit (then the baseline's failure to
+        allocate is the submission's MLE)."""
         try:
             return call()
         except RunFailure as failure:
-            if who.role == "baseline":
-                raise RunFailure(Verdict.SE, f"baseline failed: {failure.message}") from None
-            raise
+            if who.role != "baseline":
+                raise
+            if sub is not None and sub.gpu_memory_exceeded():
+                sub.proc.kill()
+                raise sub.death("the baseline could not run beside it") from None
+            raise RunFailure(Verdict.SE, f"baseline failed: {failure.message}") from None
 
     def _fill_timing(self, report: TestReport, test: TestPoint, sub: scoring.Stats,
                      base: scoring.Stats) -> None:

@@ -73,6 +73,8 @@ class Limits(_Strict):
     compile_s: float = Field(60, gt=0)
     run_s: float = Field(10, gt=0, description="wall time for one call of run_kernel")
     memory_mb: int = Field(4096, gt=0)
+    gpu_memory_mb: int | None = Field(None, gt=0, description="device memory of the submission's "
+                                      "process (default: 40 % of the device's)")
     output_kb: int = Field(64, gt=0, description="stdout+stderr of the submission")
     source_kb: int = Field(256, gt=0)
 

@@ -66,6 +66,9 @@ def _applied_lines(applied: dict) -> list[str]:
     setup = applied.get("timing_setup") or {}
     if setup.get("empty_call_ms") is not None:
         lines.append(f"empty call (timing floor): {setup['empty_call_ms'] * 1000:.1f} us")
+    for role, memory in (applied.get("gpu_memory") or {}).items():
+        limit = f" (limit {memory['limit_mb']} MiB)" if memory.get("limit_mb") else ""
+        lines.append(f"gpu memory of the {role}: peak {memory['peak_mb']} MiB{limit}")
     gpu = applied.get("gpu_state")
     if gpu:
         lines.append(f"gpu before timing: {_gpu_state(gpu.get('before'))}")

@@ -101,6 +101,10 @@ class SandboxProcess(ABC):
     @abstractmethod
     def memory_exceeded(self) -> bool: ...
 
+    @abstractmethod
+    def pids(self) -> list[int]:
+        """Host pids of every process of the run (for per-process GPU memory)."""
+
     # -- shared by all backends --------------------------------------------------------------
     def _add_log(self, chunk: bytes) -> bool:
         """Keep stderr up to the limit; False (and the run killed) once it is exceeded."""
@@ -222,6 +226,9 @@ class PopenProcess(SandboxProcess):
     def memory_exceeded(self) -> bool:
         return bool(self.cgroup and self.cgroup.oom_killed())
 
+    def pids(self) -> list[int]:
+        return self.cgroup.pids() if self.cgroup else process_tree(self.popen.pid)
+
 
 class Sandbox(ABC):
     name: str = "abstract"
@@ -305,6 +312,21 @@ class Sandbox(ABC):
             output_exceeded=proc.output_exceeded,
             memory_exceeded=proc.memory_exceeded(),
         )
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rpartition(")")[2].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 def _child_setup(cgroup: Cgroup | None, limits: SandboxLimits):

@@ -24,7 +24,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from sandbox.base import DEFAULT_PATH, Mount, Sandbox, SandboxLimits, SandboxProcess
+from sandbox.base import (
+    DEFAULT_PATH,
+    Mount,
+    Sandbox,
+    SandboxLimits,
+    SandboxProcess,
+    process_tree,
+)
 from sandbox.bwrap import python_paths
 
 LABEL = "kjudge.sandbox"
@@ -142,17 +149,28 @@ class DockerProcess(SandboxProcess):
             return bool(self.container.attrs["State"].get("OOMKilled"))
         return False
 
-    def _read_peak(self) -> float:
-        """Peak memory from the container's cgroup (v1 cgroupfs or systemd layouts, or v2)."""
+    def _cgroup_dirs(self) -> list[str]:
+        """The container's cgroup, in the v1 (cgroupfs or systemd) or v2 layouts."""
         cid = self.container.id
-        for path in (f"/sys/fs/cgroup/memory/docker/{cid}/memory.max_usage_in_bytes",
-                     f"/sys/fs/cgroup/memory/system.slice/docker-{cid}.scope/"
-                     "memory.max_usage_in_bytes",
-                     f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/memory.peak",
-                     f"/sys/fs/cgroup/docker/{cid}/memory.peak"):
-            with contextlib.suppress(OSError, ValueError):
-                return int(Path(path).read_text()) / 2**20
+        return [f"/sys/fs/cgroup/memory/docker/{cid}", f"/sys/fs/cgroup/memory/system.slice/"
+                f"docker-{cid}.scope", f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",
+                f"/sys/fs/cgroup/docker/{cid}"]
+
+    def _read_peak(self) -> float:
+        for directory in self._cgroup_dirs():
+            for name in ("memory.max_usage_in_bytes", "memory.peak"):
+                with contextlib.suppress(OSError, ValueError):
+                    return int(Path(directory, name).read_text()) / 2**20
         return 0.0
+
+    def pids(self) -> list[int]:
+        for directory in self._cgroup_dirs():
+            with contextlib.suppress(OSError, ValueError):
+                return [int(p) for p in Path(directory, "cgroup.procs").read_text().split()]
+        with contextlib.suppress(Exception):
+            self.container.reload()
+            return process_tree(self.container.attrs["State"]["Pid"])
+        return []
 
     def peak_memory_mb(self) -> float:
         return getattr(self, "_peak", None) or self._read_peak()

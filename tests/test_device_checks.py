@@ -73,26 +73,106 @@ int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* c) { *c = 47;
 int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { *mw = 312345; return 0; }
 int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* r) {
     *r = 0x4 | 0x20; return 0; }
+/* per-process memory: "pid bytes" lines of the file named by KJUDGE_FAKE_NVML_PROCS */
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct { unsigned pid; unsigned long long used; unsigned gi, ci; } proc_t;
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count, proc_t* infos) {
+    unsigned n = 0, pid; unsigned long long used;
+    FILE* f = fopen(getenv("KJUDGE_FAKE_NVML_PROCS"), "r");
+    while (f && fscanf(f, "%u %llu", &pid, &used) == 2) {
+        if (n < *count) { infos[n].pid = pid; infos[n].used = used; }
+        n++;
+    }
+    if (f) fclose(f);
+    int fits = n <= *count;
+    *count = n;
+    return fits ? 0 : 7; }
 """
 
 
-def test_gpu_state_is_read_through_nvml(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_nvml(tmp_path, monkeypatch):
+    """A stand-in libnvidia-ml: fixed clocks, and the per-process memory written to a file."""
     from judge import telemetry
 
     (tmp_path / "nvml.c").write_text(FAKE_NVML)
     lib = tmp_path / "libnvidia-ml.so.1"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", lib, tmp_path / "nvml.c"], check=True)
+    procs = tmp_path / "procs"
+    procs.write_text("")
     monkeypatch.setenv("KJUDGE_NVML_LIB", str(lib))
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_PROCS", str(procs))
     telemetry._nvml.cache_clear()
+    yield procs
+    telemetry._nvml.cache_clear()
+
+
+def test_gpu_state_is_read_through_nvml(fake_nvml):
+    from judge import telemetry
+
+    assert telemetry.gpu_state(H200) == {
+        "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 47,
+        "power_w": 312.3, "throttle_reasons": ["sw_power_cap", "sw_thermal"]}
+    unknown = DeviceInfo("cuda", "cuda:0", "H200", 1, uuid="GPU-0000")
+    assert telemetry.gpu_state(unknown) is None
+    assert telemetry.gpu_state(DeviceInfo("cpu", "cpu", "x", 1)) is None
+
+
+def test_gpu_process_memory_is_read_through_nvml(fake_nvml):
+    from judge import telemetry
+
+    fake_nvml.write_text("".join(f"{pid} {pid * 2**20}\n" for pid in range(100, 300)))
+    usage = telemetry.gpu_process_memory(H200)  # more processes than the first buffer holds
+    assert len(usage) == 200 and usage[123] == 123 * 2**20
+    fake_nvml.write_text(f"7 {2**64 - 1}\n8 5\n")  # NVML_VALUE_NOT_AVAILABLE is not a figure
+    assert telemetry.gpu_process_memory(H200) == {8: 5}
+
+
+def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox, tmp_path):
+    """The judge watches the sandboxed process tree's device memory through NVML, outside the
+    sandbox: past the limit the run is killed, and its failure is MLE, also when it is the
+    baseline that failed beside it."""
+    import time
+
+    from judge.pipeline import Contender, Judging, RunFailure
+    from judge.telemetry import GpuMemoryWatch
+    from judge.verdicts import Verdict
+    from sandbox import Mount
+
+    mount = Mount(tmp_path, "/kj/scratch", writable=True)
+    proc = sandbox.spawn(["/usr/bin/sleep", "60"], mounts=[mount], cwd=mount, env={},
+                                 limits=SandboxLimits(memory_mb=256))
     try:
-        assert telemetry.gpu_state(H200) == {
-            "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 47,
-            "power_w": 312.3, "throttle_reasons": ["sw_power_cap", "sw_thermal"]}
-        unknown = DeviceInfo("cuda", "cuda:0", "H200", 1, uuid="GPU-0000")
-        assert telemetry.gpu_state(unknown) is None
-        assert telemetry.gpu_state(DeviceInfo("cpu", "cpu", "x", 1)) is None
+        watch = GpuMemoryWatch.start(H200, proc.pids, 1024 * 2**20, proc.kill)
+        sub = Contender("submission", proc, mount, sandbox, gpu_watch=watch)
+        pids = proc.pids()
+        assert pids and proc.returncode() is None
+        fake_nvml.write_text("".join(f"{pid} {300 * 2**20}\n" for pid in pids) + "1 99999999999\n")
+        time.sleep(0.5)
+        assert proc.returncode() is None and watch.peak_mb == 300 * len(pids)  # under the limit
+        fake_nvml.write_text("".join(f"{pid} {2**31}\n" for pid in pids))  # 2 GiB each
+        deadline = time.monotonic() + 10
+        while proc.returncode() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.returncode() is not None and watch.exceeded
+        failure = sub.death("the process exited")
+        assert failure.verdict is Verdict.MLE and "GPU memory limit exceeded: 1024 MiB" in \
+            failure.message
+
+        def baseline_fails():
+            raise RunFailure(Verdict.RE, "CUDA out of memory")
+
+        base = Contender("baseline", proc, mount, sandbox)
+        with pytest.raises(RunFailure) as blamed:
+            Judging._guard(None, base, baseline_fails, sub)
+        assert blamed.value.verdict is Verdict.MLE
+        honest = Contender("submission", proc, mount, sandbox)
+        with pytest.raises(RunFailure) as judge_error:
+            Judging._guard(None, base, baseline_fails, honest)
+        assert judge_error.value.verdict is Verdict.SE
     finally:
-        telemetry._nvml.cache_clear()
+        sub.close()
 
 
 def test_gpu_state_is_none_without_nvml(monkeypatch):
@@ -111,7 +191,7 @@ def test_the_gpu_tests_cuda_sources_compile_here(default_sandbox):
     """tests/gpu runs only on a GPU: its kernels are at least built for sm_90a on every run."""
     from tests.gpu import test_gpu
 
-    sources = [test_gpu.SPIN_CU, test_gpu.SIDE_STREAM_CU] + [
+    sources = [test_gpu.SPIN_CU, test_gpu.SIDE_STREAM_CU, test_gpu.HOG_CU] + [
         test_gpu.VECTOR_ADD_LAUNCH.format(threads=t, body=b) for t, b, _ in test_gpu.CUDA_ERRORS]
     for source in sources:
         built = get_language("cuda").compile(source, H200, default_sandbox,

@@ -45,6 +45,8 @@ _C_SCALARS = {
     "float32": ctypes.c_float, "float64": ctypes.c_double,
 }
 MAX_ERROR = 4000
+# host memory, or the device's (torch's allocator, past the limit set below): MLE
+_OUT_OF_MEMORY = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
 
 
 class Channel:
@@ -285,6 +287,12 @@ class Harness:
         self.device = Device(config["device"], config["flush_bytes"])
         if not self.device.is_cuda and config.get("cpu_threads"):
             torch.set_num_threads(config["cpu_threads"])
+        if self.device.is_cuda and config.get("gpu_memory_bytes"):
+            # torch's allocator fails past the limit at once (MLE); the judge also watches the
+            # whole process's device memory from outside, which no code in here can change
+            total = torch.cuda.get_device_properties(self.device.torch_device).total_memory
+            torch.cuda.set_per_process_memory_fraction(
+                min(1.0, config["gpu_memory_bytes"] / total), self.device.torch_device)
         self.sets: list[InputSet] = []
         self.next_set = 0
         self.prepared: InputSet | None = None
@@ -301,6 +309,8 @@ class Harness:
 
     def op_load(self, msg: dict) -> dict:
         self.sets, self.prepared = [], None
+        if self.device.is_cuda:
+            torch.cuda.empty_cache()  # the last test point's tensors go back to the device
         for file in msg["files"]:
             self.sets.append(InputSet(file, self.args, msg["outputs"], self.device.torch_device))
         self.next_set = 0
@@ -372,7 +382,8 @@ class Harness:
             except BaseException as exc:  # noqa: BLE001 - any failure of the submission is RE
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                reply = {"ok": False, "kind": "RE", "error": _format_error(exc)}
+                kind = "MLE" if isinstance(exc, _OUT_OF_MEMORY) else "RE"
+                reply = {"ok": False, "kind": kind, "error": _format_error(exc)}
             self.channel.reply(**reply)
         self.channel.reply(ok=True, bye=True)
 

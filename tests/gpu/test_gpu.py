@@ -165,6 +165,33 @@ def test_cuda_errors_after_run_kernel_are_runtime_errors(cuda, gpu_sandbox, thre
     assert message in result.message + "".join(t.message for t in result.tests)
 
 
+HOG_CU = r"""
+// Takes 90 % of the card at the first call and keeps it: the baseline would have no room left.
+#include <cuda_runtime.h>
+__global__ void add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
+    static void* hog = nullptr;
+    if (!hog) {
+        size_t free_bytes, total;
+        cudaMemGetInfo(&free_bytes, &total);
+        cudaMalloc(&hog, total / 10 * 9);
+        cudaMemset(hog, 1, total / 10 * 9);
+    }
+    add<<<(n + 255) / 256, 256>>>(a, b, c, n);
+}
+"""
+
+
+def test_a_submission_that_takes_the_cards_memory_is_mle_not_a_judge_error(cuda, gpu_sandbox):
+    result = judge_source(load_problem(ROOT / "problems/vector_add"), HOG_CU, language="cuda",
+                          device=cuda, sandbox=gpu_sandbox, options=JudgeOptions())
+    assert result.verdict is Verdict.MLE, result.to_dict()
+    record(gpu_memory_hog=result.applied.get("gpu_memory"))
+
+
 def test_the_same_submission_judged_five_times_has_a_speedup_spread_within_1_percent(
         cuda, gpu_sandbox):
     problem = load_problem(ROOT / "problems/rmsnorm")

@@ -323,6 +323,8 @@ function appliedPanel(r) {
     ["empty call (floor)", a.timing_setup && a.timing_setup.empty_call_ms != null
       ? `${num(1000 * a.timing_setup.empty_call_ms)} µs` : "–"],
     ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
+    ...Object.entries(a.gpu_memory || {}).map(([role, m]) => [`GPU memory, ${esc(role)}`,
+      `peak ${num(m.peak_mb)} MiB` + (m.limit_mb ? ` of ${num(m.limit_mb)} MiB` : "")]),
     ["flags", esc((r.flags || []).join("; ") || "–")],
   ];
   return `<h2>How it ran</h2><table class="applied">${rows.map(([k, v]) =>
