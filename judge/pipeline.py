@@ -170,6 +170,7 @@ class Judging:
         self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-"))
         self.workdir.chmod(0o755)
         self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
+        self.inputs_mount.host.mkdir()  # mounted into the baseline before the inputs are written
         self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
         self.result.applied = {
             "device": device.torch_name, "device_kind": device.kind, "device_model": device.model,
