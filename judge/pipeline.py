@@ -137,7 +137,8 @@ class Contender:
             return RunFailure(Verdict.OLE, "stdout/stderr exceeded the output limit")
         if self.gpu_memory_exceeded():
             return RunFailure(Verdict.MLE, f"GPU memory limit exceeded: "
-                                           f"{self.gpu_watch.limit_bytes / 2**20:.0f} MiB")
+                                           f"{self.gpu_watch.limit_bytes / 2**20:.0f} MiB "
+                                           f"(peak seen {self.gpu_watch.peak_mb:.0f} MiB)")
         if self.proc.memory_exceeded():
             return RunFailure(Verdict.MLE, "memory limit exceeded")
         tail = self.proc.log()[-2000:]
@@ -309,6 +310,8 @@ class Judging:
     @property
     def gpu_memory_limit_bytes(self) -> int | None:
         """The submission's device memory: the problem's limit, else a share of the device's."""
+        if self.device.kind == "cpu":
+            return None
         if self.spec.limits.gpu_memory_mb is not None:
             return self.spec.limits.gpu_memory_mb * 2**20
         if self.device.memory_bytes:
@@ -334,7 +337,7 @@ class Judging:
             "device": run_device,
             "flush_bytes": self.device.flush_bytes,
             "cpu_threads": CPU_THREADS,
-            "gpu_memory_bytes": gpu_limit if self.device.kind != "cpu" else None,
+            "gpu_memory_bytes": gpu_limit,
         }
         (root / "sub" / "config.json").write_text(json.dumps(config))
         argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
