@@ -87,6 +87,7 @@ class Device:
     """
 
     CALIBRATION_CALLS = 64
+    _last_settle_ms = 0.0  # device time from the end event to the settled one, last call
 
     def __init__(self, name: str, flush_bytes: int):
         self.name = name
@@ -147,8 +148,6 @@ class Device:
         self.flush_buffer.fill_(self.flushes & 0xFF)
         if self.flush_read is not None:
             self._flush_sum = self.flush_read.sum()  # kept: the read must not be skipped
-
-    _last_settle_ms = 0.0
 
     def time_call(self, fn, check=None) -> float:
         """Milliseconds of one call, with `check` (errors the call left behind) outside it.
