@@ -1,4 +1,5 @@
-"""`kjudge problem validate`: schema, then every self-test submission against its expected verdict."""
+"""`kjudge problem validate`: schema, the starter templates against the problem's rules, then every
+self-test submission against its expected verdict."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from judge.device import DeviceInfo
 from judge.languages import UnknownLanguage, infer_language
 from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 from judge.problem import Problem, self_tests
+from judge.rules import check_rules
 from judge.verdicts import Verdict
 from sandbox import Sandbox
 
@@ -29,7 +31,7 @@ class SelfTestOutcome:
 def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
                    timing: bool = True) -> list[SelfTestOutcome]:
     """Judge every self-test submission; with `timing`, the first AC one is also timed."""
-    outcomes = []
+    outcomes = template_outcomes(problem)
     timed_once = not timing
     for expected, path in self_tests(problem):
         rel = path.relative_to(problem.path)
@@ -66,6 +68,23 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
             detail = result.message
         outcomes.append(SelfTestOutcome(rel, expected, result.verdict, status, detail,
                                         result.wall_s))
+    return outcomes
+
+
+def template_outcomes(problem: Problem) -> list[SelfTestOutcome]:
+    """A starter template a contestant submits unchanged must not break the problem's rules."""
+    outcomes = []
+    for path in sorted((problem.path / "templates").glob("*.*")):
+        rel = path.relative_to(problem.path)
+        try:
+            language = infer_language(path, path.read_text())
+        except UnknownLanguage as exc:
+            outcomes.append(SelfTestOutcome(rel, Verdict.AC, None, "FAIL", str(exc)))
+            continue
+        violation = check_rules(path.read_text(), language.name, problem.spec.rules)
+        outcomes.append(SelfTestOutcome(rel, Verdict.AC, Verdict.RV, "FAIL", str(violation))
+                        if violation else SelfTestOutcome(rel, Verdict.AC, None, "ok",
+                                                          "passes the rules"))
     return outcomes
 
 

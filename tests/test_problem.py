@@ -34,6 +34,22 @@ def test_bundled_problems_load(slug):
     assert any(t.sample for t in problem.tests)
     for language in problem.spec.languages:
         assert problem.template_path(language) is not None
+    from judge.selftest import template_outcomes
+
+    failing = [(o.path, o.detail) for o in template_outcomes(problem) if o.status != "ok"]
+    assert not failing  # a template submitted unchanged must pass the problem's rules
+
+
+def test_validation_fails_a_template_that_breaks_a_rule(folder):
+    from judge.selftest import template_outcomes
+    from judge.verdicts import Verdict
+
+    template = folder / "templates" / "triton.py"
+    template.write_text(template.read_text() + "\n\ndef helper(a, b):\n    return a.add(b)\n")
+    outcomes = {str(o.path): o for o in template_outcomes(load_problem(folder))}
+    bad = outcomes["templates/triton.py"]
+    assert (bad.status, bad.got) == ("FAIL", Verdict.RV) and "no_torch_add" in bad.detail
+    assert outcomes["templates/cpp.cpp"].status == "ok"
 
 
 def test_matrix_expands_with_named_points(vector_add):

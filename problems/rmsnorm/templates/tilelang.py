@@ -22,7 +22,7 @@ def make_rmsnorm(rows, hidden, eps, threads=128):
                 squares[c] = row[c] * row[c]
             T.reduce_sum(squares, total, dim=0)
             for c in T.Parallel(hidden):
-                Y[r, c] = T.Cast("float16", row[c] * T.rsqrt(total[0] / hidden + eps)
+                Y[r, c] = T.Cast("float16", row[c] / T.sqrt(total[0] / hidden + eps)
                                  * T.Cast("float32", W[c]))
 
     return rmsnorm
