@@ -54,6 +54,12 @@ GPU_MODELS = (
 )
 VENDOR_WORDS = {"nvidia", "geforce", "tesla", "metax", "corporation"}
 DEFAULT_LLC_BYTES = 32 * 2**20
+# The CPU flush evicts a kernel's working set from the private caches (L1 + L2: at most 2 MiB
+# a core on current server CPUs), and is the same on every host: sizing it from the shared L3 a
+# VM reports (32 MiB on one machine of ours, 480 MiB on another) made the verdict and the time
+# depend on the machine, and a 960 MiB write before every call measured the cold TLB, not the
+# kernel. The L3 a kernel shares with the baseline is the same for both (they alternate).
+CPU_FLUSH_BYTES = 8 * 2**20
 # Dense peaks relative to the fp16 tensor-core peak on Ampere/Hopper data-center GPUs (int8 and
 # fp8 twice as fast, tf32 half, fp32 on CUDA cores about a sixteenth, fp64 tensor cores a
 # fifteenth): close enough for a roofline fraction, which is a guide, not a score.
@@ -76,7 +82,7 @@ class DeviceInfo:
     kind: str  # cpu | cuda | maca
     torch_name: str  # "cpu", "cuda:0"
     model: str
-    cache_bytes: int  # last-level cache (CPU) or L2 (GPU)
+    cache_bytes: int  # last-level cache (CPU, reported only) or L2 (GPU)
     arch: str | None = None  # e.g. sm_90a
     peak_gbps: float | None = None
     peak_tflops: float | None = None
@@ -85,7 +91,7 @@ class DeviceInfo:
 
     @property
     def flush_bytes(self) -> int:
-        return 2 * self.cache_bytes
+        return CPU_FLUSH_BYTES if self.kind == "cpu" else 2 * self.cache_bytes
 
     def peak_tflops_for(self, precision: str) -> float | None:
         if self.peak_tflops is None:

@@ -20,9 +20,16 @@ H200 = DeviceInfo("cuda", "cuda:3", "NVIDIA H200", 60 * 2**20, "sm_90a",
                   uuid="GPU-5c7b3c84-0d1e-4a6b-9f00-123456789abc")
 
 
-def test_cpu_device_has_a_cache_size_for_the_flush():
+def test_the_cpu_flush_is_the_same_whatever_cache_the_host_reports():
+    """Machines of one kind report a 32 MiB or a 480 MiB L3: the flush, and so the verdict and
+    the memory a run needs, must not follow that figure."""
+    from judge.device import CPU_FLUSH_BYTES
+
     cpu = detect("cpu")
-    assert cpu.kind == "cpu" and cpu.cache_bytes > 0 and cpu.flush_bytes == 2 * cpu.cache_bytes
+    assert cpu.kind == "cpu" and cpu.cache_bytes > 0 and cpu.flush_bytes == CPU_FLUSH_BYTES
+    for l3 in (32 * 2**20, 480 * 2**20):
+        assert DeviceInfo("cpu", "cpu", "x86", l3).flush_bytes == CPU_FLUSH_BYTES
+    assert H200.flush_bytes == 2 * H200.cache_bytes
 
 
 def test_queue_names_and_visibility():
