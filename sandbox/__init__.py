@@ -1,7 +1,8 @@
 """Sandbox backends. Trusted code: it starts untrusted code, it never imports it.
 
 `get_sandbox("auto")` picks the strongest backend this host has: docker (when an image is
-configured), else bwrap, else process.
+configured), else bwrap. It never picks `process`, which does not hide the file system: that one
+runs only when asked for by name.
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ BACKENDS: dict[str, type[Sandbox]] = {
     "docker": DockerSandbox, "bwrap": BwrapSandbox, "process": ProcessSandbox,
 }
 # docker counts as available only when an image is configured and the engine answers
-PREFERENCE = ("docker", "bwrap", "process")
+PREFERENCE = ("docker", "bwrap")
+ISOLATED = PREFERENCE  # the backends that hide the host's files from a submission
+
+
+class NoSandbox(ValueError):
+    """No backend that isolates submissions on this host (or the one named is missing)."""
+
+
+NO_ISOLATION = ("no sandbox that isolates submissions is available on this host: install "
+                "bubblewrap (`apt-get install bubblewrap`), or run Docker and set "
+                "KJUDGE_DOCKER_IMAGE to the contest image pinned by digest; `--sandbox process` "
+                "runs submissions without file-system isolation (development only)")
 
 
 def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
@@ -35,12 +47,16 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
     """A backend by name; `devices` are the accelerator device nodes its runs may open and
     `gpu_uuid` the one NVIDIA GPU a container gets."""
     if name == "auto":
-        name = next(n for n in PREFERENCE if BACKENDS[n].available())
+        name = next((n for n in PREFERENCE if BACKENDS[n].available()), None)
+        if name is None:
+            raise NoSandbox(NO_ISOLATION)
     if name not in BACKENDS:
-        raise ValueError(f"unknown sandbox backend {name!r}; known: {', '.join(BACKENDS)}")
+        raise NoSandbox(f"unknown sandbox backend {name!r}; known: {', '.join(BACKENDS)}")
     backend = BACKENDS[name]
     if not backend.available():
-        raise ValueError(f"sandbox backend {name!r} is not available on this host")
+        raise NoSandbox(f"sandbox backend {name!r} is not available on this host" + (
+            " (`unshare` from util-linux must be able to make PID and network namespaces)"
+            if name == "process" else "; " + NO_ISOLATION))
     if backend is ProcessSandbox:
         return backend()
     if backend is DockerSandbox:
@@ -53,6 +69,6 @@ def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
 
 
 __all__ = [
-    "BACKENDS", "Mount", "ProcessDied", "ProtocolError", "ReplyTimeout", "RunResult", "Sandbox",
-    "SandboxLimits", "SandboxProcess", "get_sandbox",
+    "BACKENDS", "ISOLATED", "NO_ISOLATION", "Mount", "NoSandbox", "ProcessDied", "ProtocolError",
+    "ReplyTimeout", "RunResult", "Sandbox", "SandboxLimits", "SandboxProcess", "get_sandbox",
 ]

@@ -194,3 +194,66 @@ def test_the_cuda_toolkit_is_found_and_shown_to_sandboxes_without_the_path(tmp_p
     assert get_language("cuda").runtime_env(h200)["PATH"].startswith(f"{toolkit}/bin:")
     if get_sandbox("auto").name == "bwrap":
         assert str(toolkit) in get_sandbox("bwrap").extra_system_paths
+
+
+def test_the_process_backend_keeps_runs_out_of_the_hosts_processes_and_network(tmp_path):
+    """It does not hide files, but a run is PID 1 of its own namespace (a kill(-1) reaches only
+    the run) and has no network; tests/hostile/kill_parent.cpp attacks it as root."""
+    from sandbox import get_sandbox
+
+    mount = Mount(tmp_path, "/kj/scratch")
+    result = get_sandbox("process").run(
+        ["sh", "-c", "echo pid=$$; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"],
+        mounts=[mount], cwd=mount, env={}, limits=SandboxLimits(memory_mb=256), timeout_s=30)
+    assert result.returncode == 0, result.output
+    assert result.output.split() == ["pid=1", "lo"]
+
+
+def test_auto_never_picks_the_process_backend(monkeypatch):
+    from sandbox import NoSandbox, get_sandbox
+    from sandbox.bwrap import BwrapSandbox
+    from sandbox.docker import DockerSandbox
+
+    monkeypatch.setattr(BwrapSandbox, "available", classmethod(lambda cls: False))
+    monkeypatch.setattr(DockerSandbox, "available", classmethod(lambda cls: False))
+    with pytest.raises(NoSandbox, match="apt-get install bubblewrap"):
+        get_sandbox("auto")
+    assert get_sandbox("process").name == "process"  # by name only
+
+
+def test_workers_refuse_to_start_without_isolation_unless_told(monkeypatch):
+    from judge.server.commands import require_isolation
+    from sandbox.bwrap import BwrapSandbox
+    from sandbox.docker import DockerSandbox
+
+    monkeypatch.setattr(BwrapSandbox, "available", classmethod(lambda cls: False))
+    monkeypatch.setattr(DockerSandbox, "available", classmethod(lambda cls: False))
+    monkeypatch.setenv("KJUDGE_SANDBOX", "auto")
+    with pytest.raises(SystemExit, match="bubblewrap.*--insecure"):
+        require_isolation(insecure=False)
+    require_isolation(insecure=True)
+    import os
+
+    assert os.environ["KJUDGE_SANDBOX"] == "process"
+    with pytest.raises(SystemExit, match="--insecure"):
+        require_isolation(insecure=False)  # KJUDGE_SANDBOX=process, named but not allowed
+    monkeypatch.setenv("KJUDGE_SANDBOX", "bwrap")
+    with pytest.raises(SystemExit, match="not available"):
+        require_isolation(insecure=False)
+
+
+def test_kjudge_judge_names_the_package_to_install_when_nothing_isolates(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bare = tmp_path / "bin"  # a PATH without bwrap (and no Docker image configured)
+    bare.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "KJUDGE_DOCKER_IMAGE"}
+    env["PATH"] = str(bare)
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-m", "judge.cli", "judge",
+                           str(root / "problems/vector_add"),
+                           str(root / "problems/vector_add/solutions/AC/loop.cpp")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "apt-get install bubblewrap" in done.stderr, done.stderr

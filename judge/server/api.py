@@ -176,7 +176,7 @@ def judging_view(judging: Judging | None, show_secret: bool, admin: bool) -> dic
         "judge_version": judging.judge_version, "worker": judging.worker,
         "queued_at": judging.queued_at, "started_at": judging.started_at,
         "finished_at": judging.finished_at, "rejudge_id": judging.rejudge_id,
-        "valid": judging.valid,
+        "valid": judging.valid, "sandbox": (judging.applied or {}).get("sandbox"),
     }
     if admin:
         view.update(flags=judging.flags, applied=judging.applied, attempts=judging.attempts)

@@ -75,6 +75,24 @@ def _prepare(config) -> None:
             print(f"created user admin; its token is in {token_file}")
 
 
+def require_isolation(insecure: bool) -> None:
+    """Workers run untrusted code: one starts only with a sandbox that hides the host from it,
+    unless told `--insecure` (then the `process` backend, which still keeps the run out of the
+    host's other processes and off the network, and flags every judging)."""
+    from sandbox import BACKENDS, ISOLATED, NO_ISOLATION
+
+    name = os.environ.get("KJUDGE_SANDBOX", "auto")
+    if name == "auto" and not any(BACKENDS[n].available() for n in ISOLATED):
+        if not insecure:
+            raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure")
+        name = os.environ["KJUDGE_SANDBOX"] = "process"
+    if name == "process" and not insecure:
+        raise SystemExit("kjudge: KJUDGE_SANDBOX=process does not isolate submissions from the "
+                         "host's files: start with --insecure to judge with it anyway")
+    if name in BACKENDS and not BACKENDS[name].available():
+        raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available here")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -82,6 +100,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from judge.server.config import settings
 
     config = settings()
+    if not args.no_worker:
+        require_isolation(args.insecure)
     _prepare(config)
     workers = []
     if not args.no_worker:
@@ -109,6 +129,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from judge.server.config import settings
 
     config = settings()
+    require_isolation(args.insecure)
     os.environ["KJUDGE_WORKER_DEVICE"] = args.device or ""
     os.environ["KJUDGE_SANDBOX_OWNER"] = f"worker-{args.device or 'auto'}"
     queues = queues_for(config, args.queue, args.device)
@@ -273,12 +294,16 @@ def register(sub) -> None:
     s.add_argument("--device", help="device of the embedded workers (default: that of "
                                     "KJUDGE_DEFAULT_DEVICE, itself the GPU if visible)")
     s.add_argument("--quiet", action="store_true")
+    s.add_argument("--insecure", action="store_true",
+                   help="judge without bubblewrap or Docker (process sandbox: development only)")
     s.set_defaults(func=cmd_serve)
 
     w = sub.add_parser("worker", help="a Celery worker pinned to one device")
     w.add_argument("--device", help="cpu, cuda:N (default: the GPU if visible)")
     w.add_argument("--queue", help="e.g. judge.cuda.h100 (its .rejudge twin is added)")
     w.add_argument("--concurrency", type=int, default=1)
+    w.add_argument("--insecure", action="store_true",
+                   help="judge without bubblewrap or Docker (process sandbox: development only)")
     w.set_defaults(func=cmd_worker)
 
     d = sub.add_parser("db", help="database").add_subparsers(dest="action", required=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,16 @@ def test_hostile_submission(path, backend, problem, cpu, sandboxes, monkeypatch)
               .replace("@REPO@", str(ROOT))
               .replace("@CACHE_DIR@", str(cache_root()))
               .replace("@DATABASE@", str(ROOT / "var" / "kjudge.db")))
-    result = judge_source(problem, source, filename=path.name, device=cpu,
-                          sandbox=sandboxes[backend],
-                          options=JudgeOptions(timing=meta.get("timing") == "yes"))
+    # a process of the host, outside any sandbox, that no submission may reach
+    sentinel = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        result = judge_source(problem, source, filename=path.name, device=cpu,
+                              sandbox=sandboxes[backend],
+                              options=JudgeOptions(timing=meta.get("timing") == "yes"))
+        assert sentinel.poll() is None, "the submission killed a process of the host"
+    finally:
+        sentinel.kill()
+        sentinel.wait()
     detail = result.message or next((t.message for t in result.tests
                                      if t.verdict not in (None, Verdict.AC)), "")
     assert result.verdict is Verdict[meta["expect"]], f"{result.verdict}: {detail}"

@@ -349,6 +349,8 @@ async function submissionPage(id) {
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
       </div>
       ${r.message ? `<p class="error">${esc(r.message)}</p>` : ""}
+      ${r.sandbox === "process" ? `<p class="error">Judged without isolation (the process sandbox, `
+        + `for development only): this result must not count in a contest.</p>` : ""}
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
       <h2>Special judge report</h2>${testsTable(r.tests || [])}
       ${speedupChart(r.tests || [])}

@@ -1,6 +1,5 @@
 // expect: AC
-// backends: bwrap docker
-// threat: kill or signal the parent, pid 1 and everything else the sandbox user may signal
+// threat: kill or signal the parent, pid 1, the process group and everything else the run may signal (as root under the process backend: every process of the host)
 #include <csignal>
 #include <unistd.h>
 
@@ -11,7 +10,9 @@ extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
         kill(getppid(), SIGKILL);
         kill(1, SIGKILL);
         signal(SIGTERM, SIG_IGN);
+        kill(0, SIGTERM);
         kill(-1, SIGTERM);
+        kill(-1, SIGKILL);
     }
     for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];
 }

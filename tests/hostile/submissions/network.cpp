@@ -1,5 +1,4 @@
 // expect: AC
-// backends: bwrap docker
 // threat: reach the network (the host's PostgreSQL and Redis on loopback, or the internet)
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,5 +1,4 @@
 # expect: AC
-# backends: bwrap docker
 # threat: reach the network from a Triton submission (Python sockets)
 import socket
 
