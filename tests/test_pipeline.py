@@ -183,9 +183,15 @@ def test_broken_reference_is_a_system_error_not_the_contestants(cpu, default_san
     assert result.score == 0
 
 
-def test_patching_the_harness_timer_is_flagged(vector_add, cpu, default_sandbox):
-    """The harness shares the contestant's process: a patched timer shows as unaccounted time."""
-    source = """import sys, time
+SLOW_ADD = """import time
+import torch
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+    time.sleep(0.002)
+"""
+
+FORGED_TIMER = """import sys, time
 import torch
 
 _harness = sys.modules["__main__"]
@@ -193,26 +199,52 @@ _real = _harness.Device.time_call
 
 
 def _fake(self, fn, *args):
-    _real(self, fn, *args)
-    return 0.0001
+    return 0.3 * _real(self, fn, *args)  # report 30 % of every call
 
 
 _harness.Device.time_call = _fake
+""" + SLOW_ADD.split("import torch\n", 1)[1]
+
+MOVED_TO_PREPARE = """import sys, time
+import torch
+
+_harness = sys.modules["__main__"]
+_prepare = _harness.Harness.op_prepare
+
+
+def _early(self, msg):  # do the sleep of the next call in the untimed request before it
+    reply = _prepare(self, msg)
+    time.sleep(0.002)
+    return reply
+
+
+_harness.Harness.op_prepare = _early
 
 
 def run_kernel(a, b, c, n):
     torch.add(a, b, out=c)
-    time.sleep(0.002)
 """
-    result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="torch")
-    assert result.verdict is Verdict.AC
-    assert any("outside the measured region" in flag for flag in result.flags), result.flags
 
 
-def test_honest_slow_submission_is_not_flagged(vector_add, cpu, default_sandbox):
-    source = "import time\nimport torch\n\ndef run_kernel(a, b, c, n):\n" \
-             "    torch.add(a, b, out=c)\n    time.sleep(0.002)\n"
-    result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="torch")
+@pytest.mark.parametrize("forged", [FORGED_TIMER, MOVED_TO_PREPARE], ids=["timer", "prepare"])
+def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add, cpu,
+                                                                      default_sandbox, forged):
+    """The harness shares the contestant's process: its report can be lowered, or the work moved
+    into the untimed request before the call. The judge's clock charges what it saw."""
+    honest = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
+    result = judge(vector_add, forged, cpu, default_sandbox, JudgeOptions(), language="torch")
+    assert honest.verdict is Verdict.AC and result.verdict is Verdict.AC
+    for cheat, fair in zip(result.tests, honest.tests):
+        assert cheat.time_ms >= 0.9 * fair.time_ms >= 1.8, (cheat.time_ms, fair.time_ms)
+    assert result.speedup <= 1.1 * honest.speedup
+    assert any("charged" in flag for flag in result.flags), result.flags
+
+
+def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,
+                                                                     default_sandbox):
+    """It blocks (sleeps) in every call, so its process is cold when it replies: the judge's
+    clock may charge it a few percent, never enough for a flag (10 %)."""
+    result = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert result.verdict is Verdict.AC and not result.flags, result.flags
     assert all(t.time_ms >= 2 for t in result.tests)
 

@@ -1,6 +1,6 @@
 # expect: AC
 # timing: yes
-# flag: outside the measured region
+# flag: charged
 # threat: patch the harness timer so that every call reports 0.1 µs
 import sys
 import time
