@@ -495,7 +495,12 @@ class Judging:
             who = by_role[role]
             return self._guard(who, lambda: who.request(message, run_s), sub)
 
-        samples = timing_loop.interleave(request, timing)
+        def freeze(role: str, frozen: bool) -> None:
+            if not by_role[role].proc.freeze(frozen):
+                self.result.applied["frozen_between_turns"] = False
+
+        self.result.applied.setdefault("frozen_between_turns", True)
+        samples = timing_loop.interleave(request, freeze, timing)
         for got in samples.values():
             self.kernel_ms += sum(got.reported)
         for who in (sub, base):

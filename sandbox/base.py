@@ -105,6 +105,11 @@ class SandboxProcess(ABC):
     def pids(self) -> list[int]:
         """Host pids of every process of the run (for per-process GPU memory)."""
 
+    @abstractmethod
+    def freeze(self, frozen: bool) -> bool:
+        """Stop every process of the run (threads it left running included), or resume them;
+        False where this host cannot."""
+
     # -- shared by all backends --------------------------------------------------------------
     def _add_log(self, chunk: bytes) -> bool:
         """Keep stderr up to the limit; False (and the run killed) once it is exceeded."""
@@ -199,6 +204,7 @@ class PopenProcess(SandboxProcess):
         with contextlib.suppress(ProcessLookupError):
             self.popen.kill()
         if self.cgroup:
+            self.cgroup.freeze(False)  # a frozen task dies only once thawed
             self.cgroup.kill_all()
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -228,6 +234,9 @@ class PopenProcess(SandboxProcess):
 
     def pids(self) -> list[int]:
         return self.cgroup.pids() if self.cgroup else process_tree(self.popen.pid)
+
+    def freeze(self, frozen: bool) -> bool:
+        return bool(self.cgroup and self.cgroup.freeze(frozen))
 
 
 class Sandbox(ABC):

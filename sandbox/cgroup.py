@@ -1,7 +1,8 @@
-"""Per-run control groups: a hard memory cap (MLE), a process cap (fork bombs), peak memory.
+"""Per-run control groups: a hard memory cap (MLE), a process cap (fork bombs), peak memory, and
+a freezer (a run is stopped whole while the other contender is timed).
 
-Works with cgroup v2 (unified) and v1 (separate memory and pids hierarchies). Where neither is
-writable, `Cgroup.create` returns None and the backend records that limits were not applied.
+Works with cgroup v2 (unified) and v1 (separate memory, pids and freezer hierarchies). Where none
+is writable, `Cgroup.create` returns None and the backend records that limits were not applied.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class Cgroup:
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
         dirs = {}
-        for controller in ("memory", "pids"):
+        for controller in ("memory", "pids", "freezer"):
+            if controller == "freezer" and not (ROOT / controller).is_dir():
+                continue
             path = ROOT / controller / PARENT / name
             path.mkdir(parents=True)
             dirs[controller] = path
@@ -88,6 +91,18 @@ class Cgroup:
         except (OSError, ValueError):
             return False
 
+    def freeze(self, frozen: bool, timeout_s: float = 5.0) -> bool:
+        """Stop (or resume) every process of the run; True once the kernel says it is done."""
+        if self.unified:
+            directory = self.dirs["unified"]
+            return set_freezer(directory / "cgroup.freeze", directory / "cgroup.events",
+                               str(int(frozen)), f"frozen {int(frozen)}", timeout_s)
+        if "freezer" in self.dirs:
+            state = self.dirs["freezer"] / "freezer.state"
+            wanted = "FROZEN" if frozen else "THAWED"
+            return set_freezer(state, state, wanted, wanted, timeout_s)
+        return False
+
     def pids(self) -> list[int]:
         out: set[int] = set()
         for directory in self.dirs.values():
@@ -116,3 +131,17 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def set_freezer(control: Path, status: Path, value: str, wanted: str, timeout_s: float) -> bool:
+    """Write a freezer control file, then wait until its status file reads `wanted`."""
+    try:
+        control.write_text(value)
+        deadline = time.monotonic() + timeout_s
+        while wanted not in status.read_text():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        return True
+    except OSError:
+        return False

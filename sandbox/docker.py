@@ -33,6 +33,7 @@ from sandbox.base import (
     process_tree,
 )
 from sandbox.bwrap import python_paths
+from sandbox.cgroup import set_freezer
 
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
@@ -107,6 +108,7 @@ class DockerProcess(SandboxProcess):
         threading.Thread(target=self._kill_now, daemon=True).start()
 
     def _kill_now(self) -> None:
+        self.freeze(False)  # a frozen task dies only once thawed
         with contextlib.suppress(Exception):
             self.container.kill()
 
@@ -149,12 +151,24 @@ class DockerProcess(SandboxProcess):
             return bool(self.container.attrs["State"].get("OOMKilled"))
         return False
 
-    def _cgroup_dirs(self) -> list[str]:
+    def _cgroup_dirs(self, controller: str = "memory") -> list[str]:
         """The container's cgroup, in the v1 (cgroupfs or systemd) or v2 layouts."""
         cid = self.container.id
-        return [f"/sys/fs/cgroup/memory/docker/{cid}", f"/sys/fs/cgroup/memory/system.slice/"
-                f"docker-{cid}.scope", f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",
+        return [f"/sys/fs/cgroup/{controller}/docker/{cid}", f"/sys/fs/cgroup/{controller}/"
+                f"system.slice/docker-{cid}.scope", f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",
                 f"/sys/fs/cgroup/docker/{cid}"]
+
+    def freeze(self, frozen: bool) -> bool:
+        """The container's freezer, written directly (the Engine's pause is ~10 ms a call)."""
+        for directory in map(Path, self._cgroup_dirs("freezer")):
+            if (directory / "freezer.state").is_file():
+                wanted = "FROZEN" if frozen else "THAWED"
+                return set_freezer(directory / "freezer.state", directory / "freezer.state",
+                                   wanted, wanted, 5.0)
+            if (directory / "cgroup.freeze").is_file():
+                return set_freezer(directory / "cgroup.freeze", directory / "cgroup.events",
+                                   str(int(frozen)), f"frozen {int(frozen)}", 5.0)
+        return False
 
     def _read_peak(self) -> float:
         for directory in self._cgroup_dirs():

@@ -257,3 +257,39 @@ def test_kjudge_judge_names_the_package_to_install_when_nothing_isolates(tmp_pat
                            str(root / "problems/vector_add/solutions/AC/loop.cpp")],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "apt-get install bubblewrap" in done.stderr, done.stderr
+
+
+def test_a_frozen_run_does_not_progress_until_thawed(sandbox, tmp_path):
+    """While the other contender is timed, a run is frozen whole: a thread it left running can
+    neither slow the baseline down nor finish its work unseen."""
+    import time
+
+    tmp_path.chmod(0o777)
+    mount = Mount(tmp_path, "/kj/scratch", writable=True)
+    counter = sandbox.path(mount, "count")
+    proc = sandbox.spawn(["/bin/sh", "-c", f"i=0; while true; do i=$((i+1)); echo $i > {counter};"
+                          " sleep 0.005; done"], mounts=[mount], cwd=mount, env={},
+                         limits=SandboxLimits(memory_mb=256), protocol=False)
+    count = tmp_path / "count"
+
+    def read() -> int:
+        for _ in range(100):
+            text = count.read_text().strip() if count.exists() else ""
+            if text:
+                return int(text)
+            time.sleep(0.01)
+        raise AssertionError(proc.log())
+
+    try:
+        read()
+        assert proc.freeze(True)
+        frozen_at = read()
+        time.sleep(0.3)
+        assert read() == frozen_at
+        assert proc.freeze(False)
+        time.sleep(0.2)
+        assert read() > frozen_at
+        proc.freeze(True)
+    finally:
+        proc.close()  # a frozen run is still killed and removed
+    assert proc.wait(5) is not None

@@ -6,6 +6,8 @@ Each file under submissions/ starts with comment lines:
                          backend isolates nothing and is listed only where it holds
   timing: yes            judge with timing (the trick targets the timing run)
   flag: TEXT             the judging must carry a flag containing TEXT
+  control: PATH          an honest submission (in the problem folder) judged alike: an AC attack
+                         must not score a speedup above the control's beyond the noise
   threat: …              what it tries (see SECURITY.md)
 Submissions that succeed at an attack deliberately answer wrong, so a leak shows as WA.
 """
@@ -27,6 +29,7 @@ from tests.conftest import PROBLEMS, ROOT, make_sandbox
 
 SUBMISSIONS = sorted((Path(__file__).parent / "submissions").iterdir())
 BACKENDS = ("process", "bwrap", "docker")
+CONTROL_NOISE = 1.5
 
 
 def header(path: Path) -> dict[str, str]:
@@ -89,5 +92,13 @@ def test_hostile_submission(path, backend, problem, cpu, sandboxes, monkeypatch)
     assert result.verdict is Verdict[meta["expect"]], f"{result.verdict}: {detail}"
     if "flag" in meta:
         assert any(meta["flag"] in flag for flag in result.flags), result.flags
+    if "control" in meta:
+        control = judge_source(problem, (problem.path / meta["control"]).read_text(),
+                               filename=meta["control"], device=cpu, sandbox=sandboxes[backend],
+                               options=JudgeOptions(timing=meta.get("timing") == "yes"))
+        # the same source scores within ~30 % on this noisy 2-core VM; a working attack on the
+        # baseline doubles the speedup
+        assert result.speedup <= CONTROL_NOISE * control.speedup, (result.speedup,
+                                                                   control.speedup)
     assert not (ROOT / "HACKED").exists() and not (problem.path / "HACKED").exists()
     assert not Path("/usr/HACKED").exists()
