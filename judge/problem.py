@@ -122,11 +122,17 @@ class Rule(_Strict):
     regex: str | None = None
     forbid_imports: list[str] = []
     forbid_calls: list[str] = []
+    # allow-list form (Python languages): outside its kernels the source may call only these
+    # PyTorch functions (`empty`, `torch.empty`) and tensor methods (`.view`); `plumbing` names
+    # allocation, views, copies and metadata (judge/rules.py)
+    allow_torch: list[str] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Rule:
-        if not (self.regex or self.forbid_imports or self.forbid_calls):
-            raise ValueError("a rule needs `regex`, `forbid_imports` or `forbid_calls`")
+        if not (self.regex or self.forbid_imports or self.forbid_calls
+                or self.allow_torch is not None):
+            raise ValueError("a rule needs `regex`, `forbid_imports`, `forbid_calls` or "
+                             "`allow_torch`")
         if self.regex:
             try:
                 re.compile(self.regex)

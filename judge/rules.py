@@ -3,6 +3,12 @@
 `regex` applies to any language; `forbid_imports` and `forbid_calls` apply to Python sources and
 resolve import aliases (`import torch as t; t.matmul(...)` is `torch.matmul`). A call entry that
 starts with a dot (`.matmul`) matches that method name on any object.
+
+`allow_torch` is the allow-list form, which a method or an alias cannot slip past: outside the
+source's kernels (functions decorated as Triton or TileLang kernels, whose calls are the DSL's),
+every call of a PyTorch function and every call of a tensor method's name on anything that is not
+another module must be listed; dynamic access (`getattr`, `eval`, ...) is refused with it.
+Operators (`x * y`) are not calls: what runs is recorded at run time (issue 12).
 """
 
 from __future__ import annotations
@@ -15,6 +21,19 @@ from dataclasses import dataclass
 from judge.problem import Rule
 
 PYTHON_LANGUAGES = ("triton", "tilelang", "torch")
+# What `plumbing` allows: allocation, views, copies and metadata, no arithmetic.
+PLUMBING = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "Size", "is_tensor",
+    "finfo", "iinfo", "device", "cuda.synchronize", "cuda.current_stream", "cuda.current_device",
+    "cuda.get_device_properties", "cuda.device_count", "cuda.is_available",
+    ".size", ".stride", ".numel", ".dim", ".data_ptr", ".element_size", ".storage_offset",
+    ".is_contiguous", ".contiguous", ".view", ".reshape", ".flatten", ".unsqueeze", ".squeeze",
+    ".permute", ".transpose", ".t", ".expand", ".narrow", ".select", ".as_strided", ".unflatten",
+    ".copy_", ".clone", ".zero_", ".fill_", ".new_empty", ".new_zeros", ".get_device",
+    ".is_floating_point", ".nelement",
+})
+KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "prim_func", "macro")
+DYNAMIC_ACCESS = ("getattr", "eval", "exec", "__import__", "globals", "vars", "compile")
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,8 @@ def _ast_hit(tree: ast.Module, rule: Rule) -> int | None:
                 if _matches(node.module, rule.forbid_imports) or _matches(
                         full, rule.forbid_imports):
                     hits.append(node.lineno)
+    if rule.allow_torch is not None:
+        hits.extend(_not_allowed(tree, rule.allow_torch, aliases))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and rule.forbid_calls:
             name = _dotted(node.func, aliases)
@@ -87,6 +108,54 @@ def _ast_hit(tree: ast.Module, rule: Rule) -> int | None:
                     and f".{node.func.attr}" in methods):
                 hits.append(node.lineno)
     return min(hits) if hits else None
+
+
+def _not_allowed(tree: ast.Module, allowed: Sequence[str], aliases: dict[str, str]) -> list[int]:
+    """Lines calling PyTorch outside the allow-list (kernels' own calls excepted)."""
+    import torch
+
+    allow = set()
+    for entry in allowed:
+        allow |= PLUMBING if entry == "plumbing" else {entry.removeprefix("torch.")}
+    tensor_methods = {m for m in dir(torch.Tensor) if not m.startswith("__")}
+    hits = []
+    for node in _calls_outside_kernels(tree, aliases):
+        name = _dotted(node.func, aliases)
+        if isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_ACCESS \
+                and node.func.id not in aliases:
+            hits.append(node.lineno)
+        elif name and name.startswith("torch."):
+            if name.removeprefix("torch.") not in allow:
+                hits.append(node.lineno)
+        elif isinstance(node.func, ast.Attribute) and _root(node.func) not in aliases:
+            method = node.func.attr  # on a value, not on an imported module: maybe a tensor
+            if method in tensor_methods and f".{method}" not in allow:
+                hits.append(node.lineno)
+    return hits
+
+
+def _calls_outside_kernels(tree: ast.AST, aliases: dict[str, str]):
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _decorator_name(d, aliases).rsplit(".", 1)[-1] in KERNEL_DECORATORS
+                for d in node.decorator_list):
+            continue  # a Triton or TileLang kernel: its calls are the DSL's
+        if isinstance(node, ast.Call):
+            yield node
+        yield from _calls_outside_kernels(node, aliases)
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute chain starts from (`x` in `x.a.b`), None for an expression."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _decorator_name(node: ast.AST, aliases: dict[str, str]) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return _dotted(node, aliases) or ""
 
 
 def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:

@@ -43,3 +43,54 @@ def test_expressions():
 def test_expressions_reject_anything_but_arithmetic(bad):
     with pytest.raises(exprs.ExpressionError):
         exprs.evaluate(bad, {"n": 1})
+
+
+ONLY_PLUMBING = Rule(id="no_torch_softmax", message="the softmax must be your kernel's",
+                     languages=["triton", "tilelang"], allow_torch=["plumbing"])
+SOFTMAX_BY_TENSOR_METHODS = """
+import torch, triton
+
+def run_kernel(x, y, rows, cols):  # AC under the old deny-list [torch.softmax, .softmax, torch.exp]
+    m = x.amax(dim=1, keepdim=True)
+    e = (x - m).exp()
+    y.copy_(e / e.sum(dim=1, keepdim=True))
+"""
+
+
+@pytest.mark.parametrize("source,line", [
+    (SOFTMAX_BY_TENSOR_METHODS, 5),
+    ("import torch\nimport triton\nf = getattr(torch, 'exp')\n", 3),
+    ("import triton\nimport torch.nn.functional as F\ndef run_kernel(x, y):\n    F.softmax(x, -1)\n", 4),
+    ("import triton\nfrom torch import special\ndef run_kernel(x, y):\n    special.softmax(x, 1)\n", 4),
+    ("import triton\nimport torch\ndef run_kernel(x, y):\n    torch.ops.aten.exp(x)\n", 4),
+])
+def test_the_allow_list_form_stops_methods_aliases_and_dynamic_access(source, line):
+    violation = check_rules(source, "triton", [ONLY_PLUMBING])
+    assert violation is not None and violation.line == line, violation
+
+
+def test_the_allow_list_form_lets_kernels_modules_and_plumbing_through():
+    source = """
+import json, os
+import torch
+import tilelang
+import tilelang.language as T
+
+TARGET = json.loads(os.environ.get("T", "{}")) if "{" in os.environ.get("T", "") else "c"
+
+def make(rows, cols):
+    @T.prim_func
+    def kernel(X: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(rows, threads=32) as r:
+            X[r, 0] = T.rsqrt(T.exp(X[r, 0]))  # the DSL's own calls
+    return kernel
+
+def run_kernel(x, y, rows, cols):
+    out = torch.empty_like(y).view(rows, cols)
+    tilelang.compile(make(rows, cols), target=TARGET)(x.contiguous())
+    y.copy_(out.reshape(y.shape))
+"""
+    assert check_rules(source, "tilelang", [ONLY_PLUMBING]) is None
+    allowed_exp = Rule(id="r", message="m", allow_torch=["plumbing", ".exp"])
+    assert check_rules("def run_kernel(x, y):\n    y.copy_(x.exp())\n", "torch", [allowed_exp]) \
+        is None
