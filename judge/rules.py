@@ -33,6 +33,7 @@ PLUMBING = frozenset({
     ".is_floating_point", ".nelement",
 })
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "prim_func", "macro")
+KERNEL_PACKAGES = ("triton", "tilelang")
 DYNAMIC_ACCESS = ("getattr", "eval", "exec", "__import__", "globals", "vars", "compile")
 
 
@@ -137,12 +138,17 @@ def _not_allowed(tree: ast.Module, allowed: Sequence[str], aliases: dict[str, st
 def _calls_outside_kernels(tree: ast.AST, aliases: dict[str, str]):
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                _decorator_name(d, aliases).rsplit(".", 1)[-1] in KERNEL_DECORATORS
-                for d in node.decorator_list):
+                _is_kernel_decorator(_decorator_name(d, aliases)) for d in node.decorator_list):
             continue  # a Triton or TileLang kernel: its calls are the DSL's
         if isinstance(node, ast.Call):
             yield node
         yield from _calls_outside_kernels(node, aliases)
+
+
+def _is_kernel_decorator(name: str) -> bool:
+    """triton.jit, triton.autotune, tilelang.jit, tilelang.language.prim_func, ... as imported
+    (a decorator of the source's own named `jit` is not one)."""
+    return name.split(".")[0] in KERNEL_PACKAGES and name.rsplit(".", 1)[-1] in KERNEL_DECORATORS
 
 
 def _root(node: ast.AST) -> str | None:

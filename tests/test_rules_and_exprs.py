@@ -63,6 +63,7 @@ def run_kernel(x, y, rows, cols):  # AC under the old deny-list [torch.softmax, 
     ("import triton\nimport torch.nn.functional as F\ndef run_kernel(x, y):\n    F.softmax(x, -1)\n", 4),
     ("import triton\nfrom torch import special\ndef run_kernel(x, y):\n    special.softmax(x, 1)\n", 4),
     ("import triton\nimport torch\ndef run_kernel(x, y):\n    torch.ops.aten.exp(x)\n", 4),
+    ("import triton\ndef jit(f):\n    return f\n@jit\ndef run_kernel(x, y):\n    y.copy_(x.exp())\n", 6),
 ])
 def test_the_allow_list_form_stops_methods_aliases_and_dynamic_access(source, line):
     violation = check_rules(source, "triton", [ONLY_PLUMBING])
