@@ -261,8 +261,8 @@ def _detect_cuda(i: int) -> DeviceInfo:
 def detect(requested: str | None = None) -> DeviceInfo:
     """The requested device ('cpu', 'cuda', 'cuda:1', 'maca'), or the GPU when one is visible."""
     if requested is None:
-        requested = ("maca" if _gpu_probe()["maca"] else "cuda") if _gpu_probe()["devices"] \
-            else "cpu"
+        probe = _gpu_probe()
+        requested = ("maca" if probe["maca"] else "cuda") if probe["devices"] else "cpu"
     kind, _, index = requested.partition(":")
     if kind == "cpu":
         return DeviceInfo("cpu", "cpu", cpu_model(), cpu_llc_bytes())

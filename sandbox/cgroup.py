@@ -91,17 +91,10 @@ class Cgroup:
         except (OSError, ValueError):
             return False
 
-    def freeze(self, frozen: bool, timeout_s: float = 5.0) -> bool:
+    def freeze(self, frozen: bool) -> bool:
         """Stop (or resume) every process of the run; True once the kernel says it is done."""
-        if self.unified:
-            directory = self.dirs["unified"]
-            return set_freezer(directory / "cgroup.freeze", directory / "cgroup.events",
-                               str(int(frozen)), f"frozen {int(frozen)}", timeout_s)
-        if "freezer" in self.dirs:
-            state = self.dirs["freezer"] / "freezer.state"
-            wanted = "FROZEN" if frozen else "THAWED"
-            return set_freezer(state, state, wanted, wanted, timeout_s)
-        return False
+        directory = self.dirs.get("unified" if self.unified else "freezer")
+        return directory is not None and freeze_dir(directory, frozen)
 
     def pids(self) -> list[int]:
         out: set[int] = set()
@@ -133,8 +126,18 @@ class Cgroup:
                     time.sleep(0.02)
 
 
-def set_freezer(control: Path, status: Path, value: str, wanted: str, timeout_s: float) -> bool:
-    """Write a freezer control file, then wait until its status file reads `wanted`."""
+def freeze_dir(directory: Path, frozen: bool, timeout_s: float = 5.0) -> bool:
+    """Freeze or thaw a cgroup (v2 `cgroup.freeze`, v1 `freezer.state`), waiting until the
+    kernel reports it done; False where the group has no freezer or it did not finish."""
+    if (directory / "cgroup.freeze").is_file():
+        control, status = directory / "cgroup.freeze", directory / "cgroup.events"
+        value = str(int(frozen))
+        wanted = f"frozen {value}"
+    elif (directory / "freezer.state").is_file():
+        control = status = directory / "freezer.state"
+        value = wanted = "FROZEN" if frozen else "THAWED"
+    else:
+        return False
     try:
         control.write_text(value)
         deadline = time.monotonic() + timeout_s

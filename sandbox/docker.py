@@ -33,7 +33,7 @@ from sandbox.base import (
     process_tree,
 )
 from sandbox.bwrap import python_paths
-from sandbox.cgroup import set_freezer
+from sandbox.cgroup import freeze_dir
 
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
@@ -160,15 +160,7 @@ class DockerProcess(SandboxProcess):
 
     def freeze(self, frozen: bool) -> bool:
         """The container's freezer, written directly (the Engine's pause is ~10 ms a call)."""
-        for directory in map(Path, self._cgroup_dirs("freezer")):
-            if (directory / "freezer.state").is_file():
-                wanted = "FROZEN" if frozen else "THAWED"
-                return set_freezer(directory / "freezer.state", directory / "freezer.state",
-                                   wanted, wanted, 5.0)
-            if (directory / "cgroup.freeze").is_file():
-                return set_freezer(directory / "cgroup.freeze", directory / "cgroup.events",
-                                   str(int(frozen)), f"frozen {int(frozen)}", 5.0)
-        return False
+        return any(freeze_dir(Path(d), frozen) for d in self._cgroup_dirs("freezer"))
 
     def _read_peak(self) -> float:
         for directory in self._cgroup_dirs():
