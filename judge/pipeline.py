@@ -26,7 +26,7 @@ from checkers import CheckReport, get_checker, merge
 from judge import exprs, scoring
 from judge import timing as timing_loop
 from judge.device import DeviceInfo, visible_device_env
-from judge.harness import main as harness_module
+from judge.harness import protocol
 from judge.languages import Language, get_language, infer_language
 from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
@@ -43,7 +43,7 @@ from sandbox import (
     SandboxProcess,
 )
 
-HARNESS_DIR = Path(harness_module.__file__).parent
+HARNESS_DIR = Path(protocol.__file__).parent
 STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
 IMPLAUSIBLE_SPEEDUP = 10.0
 # The judge's clock charges any significant excess; above this fraction of the reported time it
@@ -105,16 +105,18 @@ class Contender:
     def host_out(self, *parts: str) -> Path:
         return Path(self.scratch.host, "out", *parts)
 
-    def request(self, message: dict, timeout: float) -> dict:
+    def request(self, op: str, timeout: float, **fields) -> dict:
         """Send a request; turn every way the process can fail into a verdict."""
+        message = protocol.request(op, **fields)
         try:
             self.proc.send(message)
         except ProtocolError as exc:
             self.proc.wait(2)
             raise self.death(str(exc)) from None
-        return self.receive(timeout)
+        return self.receive(timeout, message)
 
-    def receive(self, timeout: float) -> dict:
+    def receive(self, timeout: float, sent: dict | None = None) -> dict:
+        """The next reply (to `sent`, when given; else a greeting)."""
         try:
             reply = self.proc.receive(timeout)
         except ReplyTimeout:
@@ -125,6 +127,10 @@ class Contender:
             raise self.death(str(exc)) from None
         if self.proc.output_exceeded:
             raise self.death("output limit exceeded")
+        if sent is not None and not protocol.answers(reply, sent):
+            self.proc.kill()
+            raise RunFailure(Verdict.RE, f"the reply to the {sent['op']} request did not answer "
+                                         "it: the results channel was written by the run itself")
         if not reply.get("ok"):
             kind = reply.get("kind", "RE")
             verdict = Verdict[kind] if kind in Verdict.__members__ else Verdict.RE
@@ -224,7 +230,7 @@ class Judging:
             self.checker = get_checker(self.spec.checker, self.problem.path)
         except Exception as exc:
             raise ProblemRuntimeError(f"checker {self.spec.checker} failed to load: {exc}") from exc
-        reference = Reference(self.problem, self.device.torch_name)
+        reference = self.reference = Reference(self.problem, self.device.torch_name)
         # outputs are the only files a run writes: a disk-filling submission dies at this size
         largest = max(math.prod(spec["shape"]) * getattr(torch, spec["dtype"]).itemsize
                       for t in tests for spec in reference.output_specs(t).values())
@@ -319,6 +325,21 @@ class Judging:
             return int(DEFAULT_GPU_MEMORY_SHARE * self.device.memory_bytes)
         return None
 
+    @property
+    def contender_cpus(self) -> str | None:
+        """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the
+        last ones this judge may use (the judge and the services keep the rest), or
+        KJUDGE_CONTENDER_CPUS. A helper thread of the submission then takes time from its own
+        requests, which the judge's clock sees, instead of running free on another core."""
+        if self.device.kind != "cpu":
+            return None
+        cpus = os.environ.get("KJUDGE_CONTENDER_CPUS")
+        if not cpus:
+            usable = sorted(os.sched_getaffinity(0))
+            cpus = ",".join(map(str, usable[-CPU_THREADS:]))
+        self.result.applied["contender_cpus"] = cpus
+        return cpus
+
     def _spawn(self, role: str, language: Language, artifact: Path) -> Contender:
         """Start a harness process for the submission or the baseline (not waiting for it)."""
         root = self.workdir / role
@@ -347,7 +368,7 @@ class Judging:
         # a JIT compiles inside this process tree (TileLang runs nvcc): room for the compiler
         memory_mb = self.spec.limits.memory_mb + (JIT_COMPILER_MB if jit else 0)
         limits = SandboxLimits(memory_mb=memory_mb, output_bytes=self.spec.limits.output_kb * 1024,
-                               file_size_mb=self.file_size_mb)
+                               file_size_mb=self.file_size_mb, cpus=self.contender_cpus)
         env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
                **device_env, **language.runtime_env(self.device)}
         if self.device.kind != "cpu" and self.sandbox.host_system and "LD_LIBRARY_PATH" in os.environ:
@@ -414,16 +435,15 @@ class Judging:
     def _load(self, who: Contender, test: TestPoint, cases: list[TestCase]) -> None:
         files = [self.sandbox.path(self.inputs_mount, test.name, f"{i}.pt")
                  for i in range(len(cases))]
-        who.request({"op": "load", "test": test.name, "files": files,
-                     "outputs": cases[0].output_specs}, STARTUP_GRACE_S)
+        who.request("load", STARTUP_GRACE_S, test=test.name, files=files,
+                    outputs=cases[0].output_specs)
 
     def _warm(self, who: Contender, test: TestPoint) -> None:
         """On a GPU, Triton and TileLang compile at the first call of every new shape: that
         call, neither checked nor timed, may also take the compile time limit; every later call
         has the run limit alone."""
         if who.jit and test.name not in who.warmed:
-            who.request({"op": "warm", "set": 0},
-                        self.spec.limits.compile_s + self.spec.limits.run_s)
+            who.request("warm", self.spec.limits.compile_s + self.spec.limits.run_s, set=0)
             who.warmed.add(test.name)
 
     def _check_test(self, sub: Contender, test: TestPoint, cases: list[TestCase]) -> CheckReport:
@@ -431,22 +451,23 @@ class Judging:
         self._warm(sub, test)
         reports = []
         for index, case in enumerate(cases):
-            reply = sub.request({"op": "run", "set": index,
-                                 "save": sub.out_path(test.name, f"check{index}.pt")},
-                                self.spec.limits.run_s)
+            reply = sub.request("run", self.spec.limits.run_s, set=index,
+                                save=sub.out_path(test.name, f"check{index}.raw"))
             self.kernel_ms += reply.get("ms", 0.0)
-            reports.append(self._compare(sub.host_out(test.name, f"check{index}.pt"), case))
+            reports.append(self._compare(sub.host_out(test.name, f"check{index}.raw"), case))
         return next((r for r in reports if not r.passed), reports[0])
 
     def _compare(self, path: Path, case: TestCase) -> CheckReport:
-        """Check an output file written by the sandboxed side against the expected outputs."""
-        limit = sum(t.numel() * t.element_size() for t in case.expected.values()) * 2 + 2**16
-        if not path.is_file() or path.stat().st_size > limit:
-            raise RunFailure(Verdict.WA, "the outputs were not written back as expected")
+        """Check an output file (raw, see judge/harness/protocol.py) written by the sandboxed side
+        against the expected outputs."""
+        outputs = {name: torch.empty(spec["shape"], dtype=getattr(torch, spec["dtype"]))
+                   for name, spec in case.output_specs.items()}
         try:
-            outputs = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # forged or truncated file
-            raise RunFailure(Verdict.WA, f"unreadable outputs: {exc}") from None
+            protocol.read_raw(str(path), [(t.data_ptr(), t.numel() * t.element_size())
+                                          for t in outputs.values()])
+        except (OSError, ValueError) as exc:  # missing, a link, truncated, padded
+            raise RunFailure(Verdict.WA, f"the outputs were not written back as expected "
+                                         f"({exc})") from None
         tol = self.spec.tolerance
         reports = {
             name: self.checker(outputs.get(name), expected, rtol=tol.rtol, atol=tol.atol,
@@ -487,38 +508,62 @@ class Judging:
             self._guard(who, lambda w=who: self._load(w, test, cases), sub)
             self._guard(who, lambda w=who: self._warm(w, test), sub)
             self._guard(who, lambda w=who: w.request(
-                {"op": "warmup", "seconds": timing.warmup_s, "min_calls": 2},
-                timing.warmup_s + 3 * run_s), sub)
+                "warmup", timing.warmup_s + 3 * run_s, seconds=timing.warmup_s, min_calls=2), sub)
         by_role = {"submission": sub, "baseline": base}
 
-        def request(role: str, message: dict) -> dict:
+        def request(role: str, op: str, **fields) -> dict:
             who = by_role[role]
-            return self._guard(who, lambda: who.request(message, run_s), sub)
+            return self._guard(who, lambda: who.request(op, run_s, **fields), sub)
 
         def freeze(role: str, frozen: bool) -> None:
             if not by_role[role].proc.freeze(frozen):
                 self.result.applied["frozen_between_turns"] = False
 
         self.result.applied.setdefault("frozen_between_turns", True)
-        samples = timing_loop.interleave(request, freeze, timing)
+        rounds = timing_loop.FreshRounds(
+            lambda index: self._write_round_inputs(test, index),
+            {role: (who.out_path(test.name, "round.raw"), who.host_out(test.name, "round.raw"))
+             for role, who in by_role.items()},
+            self.workdir / "kept" / test.name, timing.checked_calls)
+        samples = timing_loop.interleave(request, freeze, timing, rounds)
         for got in samples.values():
             self.kernel_ms += sum(got.reported)
-        for who in (sub, base):
-            out_dir = who.out_path(test.name, "timed")
-            self._guard(who, lambda w=who, d=out_dir: w.request({"op": "save", "dir": d},
-                                                                 STARTUP_GRACE_S), sub)
-        for who in (sub, base):
-            for index, case in enumerate(cases):
-                check = self._compare(who.host_out(test.name, "timed", f"{index}.pt"), case)
-                if not check.passed:
-                    if who is base:
-                        raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}: "
-                                                     f"{check.message}")
-                    raise RunFailure(Verdict.WA, "the outputs of the last timed call differ "
-                                                 f"from the reference: {check.message}")
+        self._check_rounds(test, rounds)
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
         self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
                           scoring.Stats.of(samples["baseline"].reported))
+
+    def _round_seed(self, test: TestPoint, index: int) -> int:
+        return derive_seed(self.secret, test.name, f"timed{index}")
+
+    def _write_round_inputs(self, test: TestPoint, index: int) -> str:
+        """Round `index`'s fresh inputs, written where both contenders read them (neither runs
+        while this happens); the path as they see it."""
+        inputs = self.reference.inputs(test, self._round_seed(test, index))
+        tensors = [inputs[arg.name].cpu().contiguous() for arg in self.problem.inputs]
+        folder = self.inputs_mount.host / test.name
+        protocol.write_raw(str(folder / ".round"),
+                           [(t.data_ptr(), t.numel() * t.element_size()) for t in tensors])
+        os.replace(folder / ".round", folder / "round.raw")
+        return self.sandbox.path(self.inputs_mount, test.name, "round.raw")
+
+    def _check_rounds(self, test: TestPoint, rounds: timing_loop.FreshRounds) -> None:
+        """Check the outputs of the kept rounds (drawn once the calls were over) for both."""
+        kept = {role: rounds.kept(role) for role in ("submission", "baseline")}
+        for position, (index, sub_file) in enumerate(kept["submission"]):
+            inputs = self.reference.inputs(test, self._round_seed(test, index))
+            case = TestCase(inputs, self.reference.expected(test, inputs),
+                            self.reference.output_specs(test))
+            check = self._compare(kept["baseline"][position][1], case)
+            if not check.passed:
+                raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}, timed call "
+                                             f"{index + 1}: {check.message}")
+            check = self._compare(sub_file, case)
+            if not check.passed:
+                raise RunFailure(Verdict.WA, f"the outputs of timed call {index + 1} (of "
+                                             f"{rounds.rounds}; {len(kept['submission'])} drawn "
+                                             f"at random were checked) differ from the "
+                                             f"reference: {check.message}")
 
     def _guard(self, who: Contender, call, sub: Contender | None = None):
         """Failures of the baseline are the judge's problem (SE), never the contestant's, unless

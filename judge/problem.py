@@ -18,16 +18,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judge import exprs
+from judge.harness.protocol import SCALAR_DTYPES, TENSOR_DTYPES
 from judge.verdicts import Verdict
 
 PROBLEM_FILE = "problem.yaml"
 LANGUAGES = ("cpp", "cuda", "maca", "triton", "tilelang", "torch")
 DEVICES = ("cpu", "cuda", "maca")
-TENSOR_DTYPES = (
-    "float16", "bfloat16", "float32", "float64",
-    "int8", "uint8", "int16", "int32", "int64", "bool",
-)
-SCALAR_DTYPES = ("int32", "int64", "float32", "float64")
 BUILTIN_CHECKERS = ("allclose", "exact")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -97,7 +93,11 @@ class Timing(_Strict):
     max_reps: int = Field(50, ge=3)
     max_s: float = Field(3.0, gt=0, description="timing budget per test point")
     target_rse: float = Field(0.01, gt=0)
-    input_sets: int = Field(2, ge=1, le=8, description="input sets rotated between timed calls")
+    input_sets: int = Field(2, ge=1, le=8, description="input sets checked before timing (the "
+                            "warm-up cycles through them; every timed call gets fresh inputs)")
+    checked_calls: int = Field(8, ge=1, le=64, description="timed calls whose outputs are "
+                               "checked, drawn at random once the calls are over (all of them "
+                               "when there are fewer)")
 
     @model_validator(mode="after")
     def _check(self) -> Timing:

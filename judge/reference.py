@@ -40,7 +40,7 @@ def load_module(path: Path) -> ModuleType:
     return module
 
 
-def derive_seed(secret: int, test: str, index: int) -> int:
+def derive_seed(secret: int, test: str, index: int | str) -> int:
     digest = hashlib.sha256(f"{secret}:{test}:{index}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
@@ -74,6 +74,11 @@ class Reference:
         }
 
     def case(self, test: TestPoint, seed: int) -> TestCase:
+        inputs = self.inputs(test, seed)
+        return TestCase(inputs, self.expected(test, inputs), self.output_specs(test))
+
+    def inputs(self, test: TestPoint, seed: int) -> dict[str, torch.Tensor | int | float]:
+        """The inputs (tensors and scalars, by argument name) that `seed` draws for `test`."""
         generator = torch.Generator(device=self.device).manual_seed(seed)
         try:
             tensors = self.module.make_inputs(dict(test.params), generator, self.device)
@@ -84,6 +89,10 @@ class Reference:
         for arg in self.problem.inputs:
             self._check_tensor("make_inputs", test, arg.name, inputs[arg.name], arg.dtype,
                                [int(exprs.evaluate(s, test.params)) for s in arg.shape])
+        return inputs
+
+    def expected(self, test: TestPoint, inputs: dict) -> dict[str, torch.Tensor]:
+        """The reference's outputs for `inputs` (which it cannot modify), on the CPU."""
         specs = self.output_specs(test)
         args = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
         try:
@@ -98,7 +107,7 @@ class Reference:
             value = result.get(name) if isinstance(result, dict) else None
             self._check_tensor("reference", test, name, value, spec["dtype"], spec["shape"])
             expected[name] = value.detach().to("cpu")
-        return TestCase(inputs, expected, specs)
+        return expected
 
     @staticmethod
     def _check_tensor(where: str, test: TestPoint, name: str, value, dtype: str,

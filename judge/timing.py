@@ -1,7 +1,15 @@
 """Timing one test point: the submission and the baseline alternate, and the time that scores.
 
-Trusted side. Each round, in a random order, each contender gets a `prepare` request (poison its
-outputs, flush the cache) and a `time` request (one call, whose duration the harness reports).
+Trusted side. Each round, in a random order, each contender gets a `prepare` request (copy in the
+round's fresh inputs, poison its outputs, flush the cache) and a `time` request (one call, whose
+duration the harness reports, then its outputs written to a file).
+
+Every round has inputs of its own, drawn from a seed of that round and written while both
+contenders are frozen, so no answer replayed from an earlier call — keyed by address, content or
+call count — is right without doing the work, and no input exists before its round. Each round's
+output files are taken out of the contenders' reach as soon as their turn ends; a uniformly random
+subset of the rounds (reservoir sampling, so the draw is complete only after the last call) is
+checked against the reference.
 The judge's own clock times both requests from outside the sandbox. The harness's report is
 precise but lives in the contestant's process, so it can be forged; the judge's clock cannot, but
 carries the protocol's overhead, which the baseline's harness (the same code, no contestant code)
@@ -19,11 +27,13 @@ the submission's own requests, which the judge's clock times.
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from judge import scoring
 from judge.problem import Timing
@@ -96,11 +106,63 @@ def charge(sub: Samples, base: Samples) -> Charge:
                   prepare_z > SIGNIFICANCE and prepare_excess > allowance)
 
 
-Request = Callable[[str, dict], dict]  # (role, message) -> reply; failures raise
+Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
-def interleave(request: Request, freeze: Freeze, timing: Timing) -> dict[str, Samples]:
+class FreshRounds:
+    """The rounds of one test point: fresh inputs before each, outputs taken away after each
+    contender's turn, and a uniformly random subset of `keep` rounds kept for checking.
+
+    `write_inputs(index)` writes round `index`'s inputs and returns the path the contenders read
+    them from; `outputs[role]` is (the path a contender writes its outputs to, the same file seen
+    from the host); kept outputs move to `kept_dir`, which no sandbox mounts.
+    """
+
+    def __init__(self, write_inputs: Callable[[int], str], outputs: dict[str, tuple[str, Path]],
+                 kept_dir: Path, keep: int):
+        self.write_inputs = write_inputs
+        self.outputs = outputs
+        self.kept_dir = kept_dir
+        self.keep = keep
+        self.rounds = 0
+        self.slots: dict[int, int] = {}  # reservoir slot -> round index
+        self._slot: int | None = None  # where the current round goes, if kept
+        self._random = random.SystemRandom()  # its state cannot be inferred from the draws
+        for role in outputs:
+            (kept_dir / role).mkdir(parents=True, exist_ok=True)
+
+    def begin(self) -> str:
+        """Start a round (both contenders frozen): its inputs, and whether it is kept."""
+        index, self.rounds = self.rounds, self.rounds + 1
+        pick = index if index < self.keep else self._random.randrange(index + 1)
+        self._slot = pick if pick < self.keep else None
+        if self._slot is not None:
+            self.slots[self._slot] = index
+        return self.write_inputs(index)
+
+    def save_path(self, role: str) -> str:
+        return self.outputs[role][0]
+
+    def end(self, role: str) -> None:
+        """After `role`'s turn (frozen again): its outputs leave its reach, kept or deleted."""
+        written = self.outputs[role][1]
+        if self._slot is not None:
+            target = self.kept_dir / role / f"{self._slot}.raw"
+            target.unlink(missing_ok=True)  # a kept round it replaces
+            if os.path.lexists(written):
+                os.replace(written, target)
+        elif os.path.lexists(written):
+            os.unlink(written)
+
+    def kept(self, role: str) -> list[tuple[int, Path]]:
+        """(round index, output file) of every kept round, in round order."""
+        return sorted((index, self.kept_dir / role / f"{slot}.raw")
+                      for slot, index in self.slots.items())
+
+
+def interleave(request: Request, freeze: Freeze, timing: Timing,
+               rounds: FreshRounds) -> dict[str, Samples]:
     """Alternate `prepare` + `time` between the two contenders in a random order each round,
     until both reports' relative standard errors reach the target (or a cap is hit); the one
     whose turn it is not is frozen."""
@@ -111,11 +173,13 @@ def interleave(request: Request, freeze: Freeze, timing: Timing) -> dict[str, Sa
     started = time.monotonic()
     try:
         while True:
+            inputs = rounds.begin()
             random.shuffle(roles)
             for role in roles:
                 freeze(role, False)
-                _turn(request, role, samples[role])
+                _turn(request, role, samples[role], inputs, rounds.save_path(role))
                 freeze(role, True)
+                rounds.end(role)
             n = len(samples["submission"].reported)
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
@@ -127,11 +191,11 @@ def interleave(request: Request, freeze: Freeze, timing: Timing) -> dict[str, Sa
             freeze(role, False)
 
 
-def _turn(request: Request, role: str, got: Samples) -> None:
+def _turn(request: Request, role: str, got: Samples, inputs: str, save: str) -> None:
     sent = time.perf_counter()
-    request(role, {"op": "prepare"})
+    request(role, "prepare", inputs=inputs)
     prepared = time.perf_counter()
-    reply = request(role, {"op": "time"})
+    reply = request(role, "time", save=save)
     done = time.perf_counter()
     got.prepare_rt.append((prepared - sent) * 1000)
     got.time_rt.append((done - prepared) * 1000)

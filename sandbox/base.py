@@ -41,6 +41,7 @@ class SandboxLimits:
     pids: int = 256
     output_bytes: int = 64 * 1024
     file_size_mb: int = 2048
+    cpus: str | None = None  # a cpuset list ("1", "2-3"): the run keeps to those CPUs
 
 
 @dataclass
@@ -281,7 +282,7 @@ class Sandbox(ABC):
         limits: SandboxLimits,
         protocol: bool = True,
     ) -> SandboxProcess:
-        cgroup = Cgroup.create(limits.memory_mb * 2**20, limits.pids)
+        cgroup = Cgroup.create(limits.memory_mb * 2**20, limits.pids, limits.cpus)
         full_env = {"PATH": DEFAULT_PATH, "HOME": self.path(cwd), "TMPDIR": self.path(cwd),
                     "LANG": "C.UTF-8", **env}
         popen = subprocess.Popen(
@@ -342,8 +343,12 @@ def _child_setup(cgroup: Cgroup | None, limits: SandboxLimits):
     procs_files = cgroup.procs_files() if cgroup else []
     file_size = limits.file_size_mb * 2**20
 
+    cpus = parse_cpus(limits.cpus) if limits.cpus else None
+
     def setup() -> None:  # runs in the child between fork and exec
         os.setsid()
+        if cpus:  # the cgroup's cpuset holds it there; the affinity alone where there is none
+            os.sched_setaffinity(0, cpus)
         pid = str(os.getpid())
         for path in procs_files:
             with open(path, "w") as f:
@@ -352,3 +357,12 @@ def _child_setup(cgroup: Cgroup | None, limits: SandboxLimits):
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
 
     return setup
+
+
+def parse_cpus(cpus: str) -> set[int]:
+    """The CPUs of a cpuset list such as "0,2-3"."""
+    found: set[int] = set()
+    for part in cpus.split(","):
+        first, _, last = part.partition("-")
+        found.update(range(int(first), int(last or first) + 1))
+    return found

@@ -1,8 +1,10 @@
-"""Per-run control groups: a hard memory cap (MLE), a process cap (fork bombs), peak memory, and
-a freezer (a run is stopped whole while the other contender is timed).
+"""Per-run control groups: a hard memory cap (MLE), a process cap (fork bombs), peak memory, a
+freezer (a run is stopped whole while the other contender is timed) and a CPU set (a timed run
+keeps to its core: a thread it starts takes that core's time, which the judge's clock sees).
 
-Works with cgroup v2 (unified) and v1 (separate memory, pids and freezer hierarchies). Where none
-is writable, `Cgroup.create` returns None and the backend records that limits were not applied.
+Works with cgroup v2 (unified) and v1 (separate memory, pids, freezer and cpuset hierarchies).
+Where none is writable, `Cgroup.create` returns None and the backend records that limits were not
+applied.
 """
 
 from __future__ import annotations
@@ -24,14 +26,21 @@ class Cgroup:
         self.unified = unified
 
     @classmethod
-    def create(cls, memory_bytes: int, pids: int) -> Cgroup | None:
+    def create(cls, memory_bytes: int, pids: int, cpus: str | None = None) -> Cgroup | None:
+        """A new group; `cpus` (a cpuset list such as "1") keeps its tasks on those CPUs."""
         name = f"run-{uuid.uuid4().hex[:12]}"
         try:
             if (ROOT / "cgroup.controllers").exists():
-                return cls._create_v2(name, memory_bytes, pids)
-            return cls._create_v1(name, memory_bytes, pids)
+                group = cls._create_v2(name, memory_bytes, pids)
+            else:
+                group = cls._create_v1(name, memory_bytes, pids, cpus is not None)
         except OSError:
             return None
+        if cpus is not None:
+            group.cpus_applied = group._set_cpus(cpus)
+        return group
+
+    cpus_applied = False  # whether the group's tasks are held to the CPUs asked for
 
     @classmethod
     def _create_v2(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
@@ -39,6 +48,9 @@ class Cgroup:
         parent.mkdir(exist_ok=True)
         (ROOT / "cgroup.subtree_control").write_text("+memory +pids")
         (parent / "cgroup.subtree_control").write_text("+memory +pids")
+        for control in (ROOT / "cgroup.subtree_control", parent / "cgroup.subtree_control"):
+            with contextlib.suppress(OSError):  # a host may not delegate cpuset
+                control.write_text("+cpuset")
         path = parent / name
         path.mkdir()
         group = cls({"unified": path}, unified=True)
@@ -49,12 +61,19 @@ class Cgroup:
         return group
 
     @classmethod
-    def _create_v1(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
+    def _create_v1(cls, name: str, memory_bytes: int, pids: int, cpuset: bool) -> Cgroup:
         dirs = {}
-        for controller in ("memory", "pids", "freezer"):
-            if controller == "freezer" and not (ROOT / controller).is_dir():
+        for controller in ("memory", "pids", "freezer", "cpuset"):
+            if controller in ("freezer", "cpuset") and not (ROOT / controller).is_dir():
                 continue
-            path = ROOT / controller / PARENT / name
+            if controller == "cpuset" and not cpuset:
+                continue
+            parent = ROOT / controller / PARENT
+            if controller == "cpuset" and not parent.is_dir():
+                parent.mkdir()  # a v1 cpuset holds no task until its CPUs and nodes are set
+                for setting in ("cpuset.cpus", "cpuset.mems"):
+                    (parent / setting).write_text((ROOT / controller / setting).read_text())
+            path = parent / name
             path.mkdir(parents=True)
             dirs[controller] = path
         group = cls(dirs, unified=False)
@@ -63,6 +82,19 @@ class Cgroup:
             (dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
         (dirs["pids"] / "pids.max").write_text(str(pids))
         return group
+
+    def _set_cpus(self, cpus: str) -> bool:
+        directory = self.dirs.get("unified" if self.unified else "cpuset")
+        if directory is None or not (directory / "cpuset.cpus").exists():
+            return False
+        try:
+            if not self.unified:
+                (directory / "cpuset.mems").write_text(
+                    (directory.parent / "cpuset.mems").read_text())
+            (directory / "cpuset.cpus").write_text(cpus)
+            return True
+        except OSError:
+            return False
 
     def procs_files(self) -> list[str]:
         """Files to write the child's pid into (from preexec, before exec)."""

@@ -251,7 +251,7 @@ class DockerSandbox(Sandbox):
             self.image_id, list(argv), stdin_open=True, network_mode="none", read_only=True,
             user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
             pids_limit=limits.pids, mem_limit=memory, memswap_limit=memory,
-            nano_cpus=int(self.cpus * 1e9), working_dir=cwd.target,
+            nano_cpus=int(self.cpus * 1e9), cpuset_cpus=limits.cpus, working_dir=cwd.target,
             tmpfs={"/tmp": "rw,size=512m,uid=65534,gid=65534"}, volumes=self._volumes(mounts),
             environment={"HOME": cwd.target, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env,
                          "PATH": join_paths(env.get("PATH", ""), self.image_path)},

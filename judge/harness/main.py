@@ -2,21 +2,10 @@
 
 UNTRUSTED SIDE. This file runs inside the sandbox, in the same process as the contestant's code
 (or the problem's baseline), inside the contest's image. It imports only the standard library,
-torch and the language's own package, and never sees the seed, the reference outputs or the
-judge's state: it gets input files, and writes output files that the trusted side checks.
-
-Protocol: one JSON object per line. The judge writes requests to stdin; replies go to a private
-duplicate of the original stdout, while fd 1 and fd 2 both go to stderr (the submission's log).
-Requests:
-  {"op": "load", "test": T, "files": [input files], "outputs": {name: {"shape", "dtype"}}}
-  {"op": "run", "set": i, "save": path}     one checked call (poisoned outputs, inputs verified)
-  {"op": "warm", "set": i}                  one call neither checked nor timed (JIT compiles)
-  {"op": "warmup", "seconds": s, "min_calls": n}
-  {"op": "prepare"}                         poison the next input set's outputs, flush the cache
-  {"op": "time"}                            one timed call on the prepared input set (the judge
-                                            compares its round trip with the reported time)
-  {"op": "save", "dir": path}               outputs of the last call of every set, inputs verified
-  {"op": "exit"}
+torch, the language's own package and `protocol.py` beside it (the requests and replies, shared
+with the judge), and never sees the seed, the reference outputs or the judge's state: it gets
+input files, and writes output files that the trusted side checks. Nothing it measures is trusted
+on its own: the judge times every request with its own clock (judge/timing.py).
 """
 
 from __future__ import annotations
@@ -35,16 +24,16 @@ _perf_counter_ns = time.perf_counter_ns  # captured before any contestant code i
 
 import torch  # noqa: E402
 
-_DTYPES = {
-    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-    "float64": torch.float64, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
-    "int32": torch.int32, "int64": torch.int64, "bool": torch.bool,
-}
+try:
+    import protocol  # in the sandbox: this file's folder is the first entry of sys.path
+except ImportError:  # imported as judge.harness.main, outside any sandbox
+    from judge.harness import protocol
+
+_DTYPES = {name: getattr(torch, name) for name in protocol.TENSOR_DTYPES}
 _C_SCALARS = {
     "int32": ctypes.c_int32, "int64": ctypes.c_int64,
     "float32": ctypes.c_float, "float64": ctypes.c_double,
 }
-MAX_ERROR = 4000
 # host memory, or the device's (torch's allocator, past the limit set below): MLE
 _OUT_OF_MEMORY = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
 
@@ -244,13 +233,22 @@ def poison(t: torch.Tensor) -> None:
         t.fill_(torch.iinfo(t.dtype).min)
 
 
+class Refused(Exception):
+    """The call broke the contract in a way that ends the run with a verdict of its own."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
 class InputSet:
     def __init__(self, file: str, args: list[dict], outputs: dict, device: torch.device):
         data = torch.load(file, map_location=device, weights_only=True)
+        self.names = [arg["name"] for arg in args]
         self.values: list = []
         self.outputs: dict[str, torch.Tensor] = {}
+        self.inputs: dict[str, torch.Tensor] = {}
         self.pristine: dict[str, torch.Tensor] = {}
-        self.names = [a["name"] for a in args]
         for arg in args:
             name = arg["name"]
             if arg["role"] == "output":
@@ -260,15 +258,61 @@ class InputSet:
                 self.values.append(t)
             elif arg["role"] == "input":
                 t = data[name].to(device).contiguous()
+                self.inputs[name] = t
                 self.pristine[name] = t.clone()
                 self.values.append(t)
             else:
                 self.values.append(data[name])
+        self._record_layout()
+
+    def _record_layout(self) -> None:
+        # what run_kernel is given: it must write into these very tensors, never swap them
+        self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
+
+    def blank_copy(self) -> InputSet:
+        """The same arguments in tensors of their own (the timed calls' fresh inputs go there)."""
+        copy = object.__new__(InputSet)
+        copy.names, copy.pristine = self.names, {}
+        copy.inputs = {n: torch.empty_like(t) for n, t in self.inputs.items()}
+        copy.outputs = {n: torch.empty_like(t) for n, t in self.outputs.items()}
+        copy.values = [copy.inputs.get(n, copy.outputs.get(n, v))
+                       for n, v in zip(self.names, self.values)]
+        copy._record_layout()
+        return copy
+
+    def refill(self, file: str) -> None:
+        """Fresh inputs for a timed call (a raw file), read into the same tensors (same
+        addresses); on a GPU through one host buffer, allocated the first time."""
+        tensors = list(self.inputs.values())
+        if tensors and tensors[0].device.type != "cpu":
+            if self._staging is None:
+                self._staging = [torch.empty_like(t, device="cpu").pin_memory() for t in tensors]
+            protocol.read_raw(file, [_region(t) for t in self._staging])
+            for t, host in zip(tensors, self._staging):
+                t.copy_(host, non_blocking=True)
+        else:
+            protocol.read_raw(file, [_region(t) for t in tensors])
+
+    _staging: list[torch.Tensor] | None = None
 
     def modified_inputs(self) -> list[str]:
-        inputs = {n: v for n, v in zip(self.names, self.values) if n in self.pristine}
-        return [n for n, t in inputs.items()
-                if not torch.equal(t, self.pristine[n]) and not _same_nans(t, self.pristine[n])]
+        return [n for n, t in self.inputs.items() if n in self.pristine
+                and not torch.equal(t, self.pristine[n]) and not _same_nans(t, self.pristine[n])]
+
+    def verify_layout(self) -> None:
+        """The tensors the harness saves are those run_kernel got, unchanged in place and shape."""
+        for name, t in {**self.inputs, **self.outputs}.items():
+            if _layout(t) != self.layout[name]:
+                raise Refused("WA", f"run_kernel replaced the storage, shape or type of {name}: "
+                                    "it must write its results into the tensors it is given")
+
+
+def _region(t: torch.Tensor) -> protocol.Region:
+    return t.data_ptr(), t.numel() * t.element_size()
+
+
+def _layout(t: torch.Tensor) -> tuple:
+    return type(t), t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device
 
 
 def _same_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -295,6 +339,7 @@ class Harness:
         self.sets: list[InputSet] = []
         self.next_set = 0
         self.prepared: InputSet | None = None
+        self.fresh: InputSet | None = None  # the timed calls' fresh inputs
         self.fn = self.check = None
 
     def load_kernel(self) -> None:
@@ -303,11 +348,14 @@ class Harness:
         else:
             self.fn = load_python(self.config["artifact"])
 
-    def time_call(self, inputs: InputSet) -> float:
-        return self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+    def call(self, inputs: InputSet) -> float:
+        """One call of run_kernel on `inputs`: its time in milliseconds (see Device.time_call)."""
+        ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+        inputs.verify_layout()
+        return ms
 
     def op_load(self, msg: dict) -> dict:
-        self.sets, self.prepared = [], None
+        self.sets, self.prepared, self.fresh = [], None, None
         if self.device.is_cuda:
             torch.cuda.empty_cache()  # the last test point's tensors go back to the device
         for file in msg["files"]:
@@ -320,7 +368,7 @@ class Harness:
         inputs = self.sets[msg["set"]]
         for t in inputs.outputs.values():
             poison(t)
-        ms = self.time_call(inputs)
+        ms = self.call(inputs)
         modified = inputs.modified_inputs()
         if modified:
             return {"ok": False, "kind": "WA",
@@ -329,7 +377,7 @@ class Harness:
         return {"ok": True, "ms": ms}
 
     def op_warm(self, msg: dict) -> dict:
-        self.time_call(self.sets[msg["set"]])
+        self.call(self.sets[msg["set"]])
         return {"ok": True}
 
     def op_warmup(self, msg: dict) -> dict:
@@ -342,61 +390,64 @@ class Harness:
         return {"ok": True, "calls": calls}
 
     def op_prepare(self, msg: dict) -> dict:
-        """Before a timed call, in a request of its own so that the judge's round-trip check of
-        the timed request is not drowned in the flush's own time."""
-        self.prepared = self.sets[self.next_set]
-        self.next_set = (self.next_set + 1) % len(self.sets)
+        """Before a timed call, in a request of its own so that the judge's clock around the timed
+        request is not drowned in the flush's own time. Fresh inputs go into tensors of their own
+        (allocated once per test point), so the loaded sets stay as the judge wrote them."""
+        if msg.get("inputs"):
+            if self.fresh is None:
+                self.fresh = self.sets[0].blank_copy()
+            self.fresh.refill(msg["inputs"])
+            self.prepared = self.fresh
+        else:
+            self.prepared = self.sets[self.next_set]
+            self.next_set = (self.next_set + 1) % len(self.sets)
         for t in self.prepared.outputs.values():
             poison(t)
         self.device.flush_cache()
-        self.device.synchronize()  # on a GPU the fills are asynchronous: finish them here
+        self.device.synchronize()  # on a GPU the copies and fills are asynchronous
         return {"ok": True}
 
     def op_time(self, msg: dict) -> dict:
         if self.prepared is None:
             self.op_prepare({})
         inputs, self.prepared = self.prepared, None
-        return {"ok": True, "ms": self.time_call(inputs)}
-
-    def op_save(self, msg: dict) -> dict:
-        for i, inputs in enumerate(self.sets):
-            modified = inputs.modified_inputs()
-            if modified:
-                return {"ok": False, "kind": "WA",
-                        "error": f"run_kernel modified its input(s) {', '.join(modified)} "
-                                 "during the timing run"}
-            _save(inputs.outputs, os.path.join(msg["dir"], f"{i}.pt"))
-        return {"ok": True}
+        ms = self.call(inputs)
+        if msg.get("save"):
+            _save(inputs.outputs, msg["save"])
+        return {"ok": True, "ms": ms}
 
     def serve(self) -> None:
         handlers = {"load": self.op_load, "run": self.op_run, "warm": self.op_warm,
-                    "warmup": self.op_warmup,
-                    "prepare": self.op_prepare, "time": self.op_time, "save": self.op_save}
+                    "warmup": self.op_warmup, "prepare": self.op_prepare, "time": self.op_time}
         for line in sys.stdin.buffer:
             msg = json.loads(line)
             if msg["op"] == "exit":
                 break
             try:
                 reply = handlers[msg["op"]](msg)
+            except Refused as exc:
+                reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
             except BaseException as exc:  # noqa: BLE001 - any failure of the submission is RE
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 kind = "MLE" if isinstance(exc, _OUT_OF_MEMORY) else "RE"
                 reply = {"ok": False, "kind": kind, "error": _format_error(exc)}
-            self.channel.reply(**reply)
+            self.channel.reply(id=msg.get("id"), **reply)
         self.channel.reply(ok=True, bye=True)
 
 
 def _save(outputs: dict[str, torch.Tensor], path: str) -> None:
+    """The outputs, raw, in signature order (the harness allocated them contiguous)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    torch.save({k: v.detach().cpu() for k, v in outputs.items()}, path)
+    host = [t if t.device.type == "cpu" else t.cpu() for t in outputs.values()]
+    protocol.write_raw(path, [_region(t) for t in host])
 
 
 def _format_error(exc: BaseException) -> str:
     if isinstance(exc, DeviceError):
-        return str(exc)[-MAX_ERROR:]
+        return str(exc)[-protocol.MAX_ERROR:]
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return text[-MAX_ERROR:]
+    return text[-protocol.MAX_ERROR:]
 
 
 def versions() -> dict:

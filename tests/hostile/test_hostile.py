@@ -2,6 +2,8 @@
 
 Each file under submissions/ starts with comment lines:
   expect: VERDICT        the verdict the judge must give (AC: the attempt had no effect)
+  problem: NAME          the bundled problem it is judged on (default vector_add; replays go on
+                         matmul, where skipping the work would win big)
   backends: bwrap docker the backends that defend it (default: all three); the process
                          backend isolates nothing and is listed only where it holds
   timing: yes            judge with timing (the trick targets the timing run)
@@ -34,7 +36,7 @@ CONTROL_NOISE = 1.5
 
 def header(path: Path) -> dict[str, str]:
     fields = {}
-    for line in path.read_text().splitlines()[:8]:
+    for line in path.read_text().splitlines()[:10]:
         match = re.match(r"^\s*(?://|#)\s*(\w+):\s*(.+)$", line)
         if match:
             fields[match.group(1)] = match.group(2).strip()
@@ -52,13 +54,20 @@ def cases():
 
 
 @pytest.fixture(scope="module")
-def problem(tmp_path_factory):
-    """vector_add with a small memory limit, so that a memory bomb ends quickly."""
-    folder = tmp_path_factory.mktemp("hostile") / "vector_add"
-    shutil.copytree(PROBLEMS / "vector_add", folder)
-    spec = folder / "problem.yaml"
-    spec.write_text(spec.read_text().replace("memory_mb: 4096", "memory_mb: 1024"))
-    return load_problem(folder)
+def problems(tmp_path_factory):
+    """Bundled problems with a small memory limit, so that a memory bomb ends quickly."""
+    loaded = {}
+
+    def get(name: str):
+        if name not in loaded:
+            folder = tmp_path_factory.mktemp("hostile") / name
+            shutil.copytree(PROBLEMS / name, folder)
+            spec = folder / "problem.yaml"
+            spec.write_text(spec.read_text().replace("memory_mb: 4096", "memory_mb: 1024"))
+            loaded[name] = load_problem(folder)
+        return loaded[name]
+
+    return get
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +76,11 @@ def sandboxes():
 
 
 @pytest.mark.parametrize("path,backend", list(cases()))
-def test_hostile_submission(path, backend, problem, cpu, sandboxes, monkeypatch):
+def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch):
     if backend not in sandboxes:
         sandboxes[backend] = make_sandbox(backend)
     meta = header(path)
+    problem = problems(meta.get("problem", "vector_add"))
     monkeypatch.setenv("KJUDGE_SECRET_CANARY", "judge-secret")
     source = (path.read_text()
               .replace("@PROBLEM_DIR@", str(problem.path))

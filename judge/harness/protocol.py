@@ -1,0 +1,102 @@
+"""The contract between the judge and the in-sandbox harness: requests, replies and dtypes.
+
+Both sides import this one module: the judge as `judge.harness.protocol`, the harness (a script
+run inside the sandbox, in the contest's image) as `protocol` from its own folder. Standard
+library only, Python 3.10+.
+
+One JSON object per line; the judge writes requests to the harness's stdin, the harness replies on
+a private duplicate of its original stdout. Every request carries an `id`, a random nonce drawn by
+the judge, and its reply echoes it: a line written into the channel by contestant code (it shares
+the harness's process) cannot answer a request unless it finds the nonce in the harness's memory,
+and a reply that does not answer its request ends the run.
+
+Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}
+then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versions", "device"}
+
+Requests (fields besides `op` and `id`):
+  load     test, files, outputs  the input sets of a test point (files the judge wrote) and the
+                                 outputs' {name: {"shape", "dtype"}}
+  run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
+                                 verified after, outputs saved to the file `save`
+  warm     set                   one call neither checked nor timed (a JIT compiles there)
+  warmup   seconds, min_calls    untimed prepare + time cycles on the loaded sets
+  prepare  inputs                before a timed call: read the fresh inputs from the raw file
+                                 `inputs` (null: rotate through the loaded sets), poison the
+                                 outputs, flush the cache
+  time     save                  one timed call on the prepared inputs; when `save` is set, the
+                                 outputs are written there (raw) right after the call
+  exit                           the harness says {"ok": true, "bye": true} and ends
+
+Files: `load` reads torch.save files (tensors and scalars by name). The files of the hot path
+are raw: the bytes of each tensor, C-contiguous, one after another in signature order, no header
+(both sides know the shapes and dtypes) — fresh inputs (input tensors) and saved outputs (output
+tensors). Raw files cost a copy at memory speed, which keeps the judge's clock around the timed
+request precise; both sides use `write_raw` / `read_raw` below.
+
+Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time) or
+         {"id", "ok": false, "kind": one of REPLY_KINDS, "error": text}.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import secrets
+import stat
+
+TENSOR_DTYPES = (
+    "float16", "bfloat16", "float32", "float64",
+    "int8", "uint8", "int16", "int32", "int64", "bool",
+)
+SCALAR_DTYPES = ("int32", "int64", "float32", "float64")
+# what a failed request may be: RE (crash, exception), MLE (out of host or device memory), WA
+# (inputs modified, outputs replaced), RV (a forbidden operator ran), CE (the source does not
+# load), SE (only before contestant code loads: the environment's fault)
+REPLY_KINDS = ("RE", "MLE", "WA", "RV", "CE", "SE")
+MAX_ERROR = 4000  # characters of an error text
+
+
+def request(op: str, **fields) -> dict:
+    """A request with a fresh nonce."""
+    return {"op": op, "id": secrets.token_hex(8), **fields}
+
+
+def answers(reply: dict, sent: dict) -> bool:
+    """Whether `reply` is the harness's answer to the request `sent`."""
+    return reply.get("id") == sent.get("id")
+
+
+Region = tuple[int, int]  # (address, bytes): a contiguous tensor's memory
+
+
+def _memory(region: Region):
+    address, size = region
+    return (ctypes.c_char * size).from_address(address)
+
+
+def write_raw(path: str, regions: list[Region]) -> None:
+    """Write the memory of `regions` one after another to the file `path`."""
+    with open(path, "wb") as f:
+        for region in regions:
+            if region[1]:
+                f.write(_memory(region))
+
+
+def read_raw(path: str, regions: list[Region]) -> None:
+    """Fill `regions` from the raw file `path`, which must be a regular file of exactly their
+    total size (anything else is ValueError: never read past what the caller allocated)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        expected = sum(size for _, size in regions)
+        if os.fstat(fd).st_size != expected:
+            raise ValueError(f"{path} holds {os.fstat(fd).st_size} bytes, not {expected}")
+        for region in regions:
+            view = memoryview(_memory(region)).cast("B")
+            done = 0
+            while done < len(view):
+                got = f.readinto(view[done:])
+                if not got:
+                    raise ValueError(f"{path} ended early")
+                done += got

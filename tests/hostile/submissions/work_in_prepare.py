@@ -1,0 +1,31 @@
+# expect: AC
+# problem: matmul
+# timing: yes
+# flag: charged
+# control: baseline.py
+# threat: patch the harness so that the product is computed in the untimed prepare request, once the call's inputs are in place; the call only copies
+import sys
+
+import torch
+
+_harness = sys.modules["__main__"]
+_prepare = _harness.Harness.op_prepare
+ready = {}
+
+
+def _early(self, msg):
+    reply = _prepare(self, msg)
+    a, b = self.prepared.values[0], self.prepared.values[1]
+    ready[a.data_ptr()] = torch.mm(a, b)
+    return reply
+
+
+_harness.Harness.op_prepare = _early
+
+
+def run_kernel(a, b, c, m, n, k):
+    found = ready.pop(a.data_ptr(), None)
+    if found is not None:
+        c.copy_(found)
+    else:
+        torch.mm(a, b, out=c)
