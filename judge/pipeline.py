@@ -26,12 +26,14 @@ from checkers import CheckReport, get_checker, merge
 from judge import exprs, scoring
 from judge import timing as timing_loop
 from judge.device import DeviceInfo, visible_device_env
+from judge.flusher import CacheFlusher
 from judge.harness import protocol
 from judge.languages import Language, get_language, infer_language
 from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.result import JudgeResult, TestReport
-from judge.rules import check_rules
+from judge.rules import check_rules, operator_rule
+from judge.shared import SharedTensors, work_root
 from judge.telemetry import GpuMemoryWatch, gpu_state
 from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
@@ -175,7 +177,7 @@ class Judging:
         self.sandbox = sandbox
         self.options = options
         self.secret = options.seed if options.seed is not None else secrets.randbits(63)
-        self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-", dir=work_root()))
         self.workdir.chmod(0o755)
         self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
         self.inputs_mount.host.mkdir()  # mounted into the baseline before the inputs are written
@@ -256,6 +258,10 @@ class Judging:
                 return
             self.result.applied["versions"] = submission.versions
             self.result.applied["timing_setup"] = submission.setup
+            if self.flushes_from_outside:
+                self.result.applied["timing_setup"].update(
+                    flush_bytes=self.device.flush_bytes,
+                    flush_by="a process of the judge on the contenders' CPUs")
             self._check_all(submission, tests, cases)
             self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
                                                    if t.verdict])
@@ -326,6 +332,12 @@ class Judging:
         return None
 
     @property
+    def flushes_from_outside(self) -> bool:
+        """On the CPU device the judge flushes the cache itself (judge/flusher.py); a GPU's
+        cache is flushed by the harness, on the device, inside `prepare`."""
+        return self.device.kind == "cpu"
+
+    @property
     def contender_cpus(self) -> str | None:
         """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the
         last ones this judge may use (the judge and the services keep the rest), or
@@ -357,9 +369,12 @@ class Judging:
             "artifact": self.sandbox.path(sub, artifact.name),
             "args": [a.model_dump() for a in self.spec.signature],
             "device": run_device,
-            "flush_bytes": self.device.flush_bytes,
+            "flush_bytes": 0 if self.flushes_from_outside else self.device.flush_bytes,
             "cpu_threads": CPU_THREADS,
             "gpu_memory_bytes": gpu_limit,
+            # the problem's allow-list at run time (the baseline is the organizer's own code)
+            "operator_rule": (operator_rule(language.name, self.spec.rules)
+                              if role == "submission" else None),
         }
         (root / "sub" / "config.json").write_text(json.dumps(config))
         argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
@@ -432,11 +447,12 @@ class Judging:
                 self.result.tests.append(self._report(test, failure.verdict, failure.message))
                 alive = failure.verdict is Verdict.WA
 
-    def _load(self, who: Contender, test: TestPoint, cases: list[TestCase]) -> None:
+    def _load(self, who: Contender, test: TestPoint, cases: list[TestCase],
+              shared: dict | None = None) -> None:
         files = [self.sandbox.path(self.inputs_mount, test.name, f"{i}.pt")
                  for i in range(len(cases))]
         who.request("load", STARTUP_GRACE_S, test=test.name, files=files,
-                    outputs=cases[0].output_specs)
+                    outputs=cases[0].output_specs, shared=shared)
 
     def _warm(self, who: Contender, test: TestPoint) -> None:
         """On a GPU, Triton and TileLang compile at the first call of every new shape: that
@@ -480,6 +496,8 @@ class Judging:
     def _time_all(self, sub: Contender, base: Contender, tests: list[TestPoint],
                   cases: dict[str, list[TestCase]]) -> None:
         before = gpu_state(self.device)
+        self.flusher = (CacheFlusher(self.device.flush_bytes, self.contender_cpus)
+                        if self.flushes_from_outside else None)
         try:
             reports = {r.name: r for r in self.result.tests}
             for test in tests:
@@ -497,6 +515,8 @@ class Judging:
                                                            if t.verdict])
                     return
         finally:
+            if self.flusher is not None:
+                self.flusher.close()
             if before is not None:
                 self.result.applied["gpu_state"] = {"before": before,
                                                     "after": gpu_state(self.device)}
@@ -504,28 +524,50 @@ class Judging:
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
                    cases: list[TestCase], report: TestReport) -> None:
         timing, run_s = self.spec.timing, self.spec.limits.run_s
-        for who in (sub, base):
-            self._guard(who, lambda w=who: self._load(w, test, cases), sub)
-            self._guard(who, lambda w=who: self._warm(w, test), sub)
-            self._guard(who, lambda w=who: w.request(
-                "warmup", timing.warmup_s + 3 * run_s, seconds=timing.warmup_s, min_calls=2), sub)
         by_role = {"submission": sub, "baseline": base}
+        folder = self.inputs_mount.host / test.name
+        fresh_inputs = SharedTensors(
+            folder / "fresh.raw", [(self.reference.input_shape(a, test), a.dtype)
+                                   for a in self.problem.inputs], writable_by_others=False)
+        outputs = {}
+        try:
+            for role, who in by_role.items():
+                who.host_out(test.name).mkdir(parents=True, exist_ok=True)
+                outputs[role] = SharedTensors(
+                    who.host_out(test.name, "fresh.raw"),
+                    [(spec["shape"], spec["dtype"]) for spec in cases[0].output_specs.values()],
+                    writable_by_others=True)
+            shared = {role: {"inputs": self.sandbox.path(self.inputs_mount, test.name, "fresh.raw"),
+                             "outputs": who.out_path(test.name, "fresh.raw")}
+                      for role, who in by_role.items()}
+            for who in (sub, base):
+                self._guard(who, lambda w=who: self._load(w, test, cases, shared[w.role]), sub)
+                self._guard(who, lambda w=who: self._warm(w, test), sub)
+                self._guard(who, lambda w=who: w.request(
+                    "warmup", timing.warmup_s + 3 * run_s, seconds=timing.warmup_s,
+                    min_calls=2), sub)
 
-        def request(role: str, op: str, **fields) -> dict:
-            who = by_role[role]
-            return self._guard(who, lambda: who.request(op, run_s, **fields), sub)
+            def request(role: str, op: str, **fields) -> dict:
+                who = by_role[role]
+                return self._guard(who, lambda: who.request(op, run_s, **fields), sub)
 
-        def freeze(role: str, frozen: bool) -> None:
-            if not by_role[role].proc.freeze(frozen):
-                self.result.applied["frozen_between_turns"] = False
+            def freeze(role: str, frozen: bool) -> None:
+                if not by_role[role].proc.freeze(frozen):
+                    self.result.applied["frozen_between_turns"] = False
 
-        self.result.applied.setdefault("frozen_between_turns", True)
-        rounds = timing_loop.FreshRounds(
-            lambda index: self._write_round_inputs(test, index),
-            {role: (who.out_path(test.name, "round.raw"), who.host_out(test.name, "round.raw"))
-             for role, who in by_role.items()},
-            self.workdir / "kept" / test.name, timing.checked_calls)
-        samples = timing_loop.interleave(request, freeze, timing, rounds)
+            def write_inputs(index: int) -> None:
+                drawn = self.reference.inputs(test, self._round_seed(test, index))
+                fresh_inputs.write([drawn[a.name] for a in self.problem.inputs])
+
+            self.result.applied.setdefault("frozen_between_turns", True)
+            rounds = timing_loop.FreshRounds(write_inputs, outputs,
+                                             self.workdir / "kept" / test.name,
+                                             timing.checked_calls)
+            samples = timing_loop.interleave(request, freeze, timing, rounds,
+                                             self.flusher.flush if self.flusher else None)
+        finally:
+            for shared_file in (fresh_inputs, *outputs.values()):
+                shared_file.close()
         for got in samples.values():
             self.kernel_ms += sum(got.reported)
         self._check_rounds(test, rounds)
@@ -535,17 +577,6 @@ class Judging:
 
     def _round_seed(self, test: TestPoint, index: int) -> int:
         return derive_seed(self.secret, test.name, f"timed{index}")
-
-    def _write_round_inputs(self, test: TestPoint, index: int) -> str:
-        """Round `index`'s fresh inputs, written where both contenders read them (neither runs
-        while this happens); the path as they see it."""
-        inputs = self.reference.inputs(test, self._round_seed(test, index))
-        tensors = [inputs[arg.name].cpu().contiguous() for arg in self.problem.inputs]
-        folder = self.inputs_mount.host / test.name
-        protocol.write_raw(str(folder / ".round"),
-                           [(t.data_ptr(), t.numel() * t.element_size()) for t in tensors])
-        os.replace(folder / ".round", folder / "round.raw")
-        return self.sandbox.path(self.inputs_mount, test.name, "round.raw")
 
     def _check_rounds(self, test: TestPoint, rounds: timing_loop.FreshRounds) -> None:
         """Check the outputs of the kept rounds (drawn once the calls were over) for both."""

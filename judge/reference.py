@@ -66,6 +66,10 @@ class Reference:
                 values[arg.name] = int(value) if arg.dtype.startswith("int") else float(value)
         return values
 
+    @staticmethod
+    def input_shape(arg, test: TestPoint) -> list[int]:
+        return [int(exprs.evaluate(s, test.params)) for s in arg.shape]
+
     def output_specs(self, test: TestPoint) -> dict[str, dict]:
         return {
             a.name: {"shape": [int(exprs.evaluate(s, test.params)) for s in a.shape],
@@ -88,7 +92,7 @@ class Reference:
                   **self.scalars(test)}
         for arg in self.problem.inputs:
             self._check_tensor("make_inputs", test, arg.name, inputs[arg.name], arg.dtype,
-                               [int(exprs.evaluate(s, test.params)) for s in arg.shape])
+                               self.input_shape(arg, test))
         return inputs
 
     def expected(self, test: TestPoint, inputs: dict) -> dict[str, torch.Tensor]:

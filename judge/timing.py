@@ -1,16 +1,18 @@
 """Timing one test point: the submission and the baseline alternate, and the time that scores.
 
-Trusted side. Each round, in a random order, each contender gets a `prepare` request (copy in the
-round's fresh inputs, poison its outputs, flush the cache) and a `time` request (one call, whose
-duration the harness reports, then its outputs written to a file).
+Trusted side. A round gives each contender, in a random order, one timed call of `run_kernel`:
+on the CPU device the judge flushes the cache from a process of its own (judge/flusher.py) and
+sends one `time` request; on a GPU the harness gets a `prepare` request first (copy the inputs to
+the device, poison the outputs there, flush the L2), then `time`.
 
-Every round has inputs of its own, drawn from a seed of that round and written while both
-contenders are frozen, so no answer replayed from an earlier call — keyed by address, content or
-call count — is right without doing the work, and no input exists before its round. Each round's
-output files are taken out of the contenders' reach as soon as their turn ends; a uniformly random
-subset of the rounds (reservoir sampling, so the draw is complete only after the last call) is
-checked against the reference.
-The judge's own clock times both requests from outside the sandbox. The harness's report is
+Fresh inputs for every call: each round's inputs are drawn from a seed of that round and written,
+with the outputs poisoned, into files both sides map (judge/shared.py) while both contenders are
+frozen, so no answer replayed from an earlier call — keyed by address, content or call count — is
+right without doing the work, and no input exists before its round. After each turn the judge
+reads what the contender wrote; a uniformly random subset of the rounds (reservoir sampling: the
+draw is complete only after the last call) is checked against the reference.
+
+The judge's own clock times every request from outside the sandbox. The harness's report is
 precise but lives in the contestant's process, so it can be forged; the judge's clock cannot, but
 carries the protocol's overhead, which the baseline's harness (the same code, no contestant code)
 measures. The time charged is the reported one unless the judge's clock shows significantly more
@@ -19,15 +21,14 @@ measures. The time charged is the reported one unless the judge's clock shows si
 report lowered by patching the harness, costs what the judge saw. Below an allowance (see
 ALLOWANCE_MS) the judge's clock cannot tell a forgery from two processes' honest differences.
 
-Between its turns a contender is frozen whole (its cgroup's freezer): a thread the submission
-left running can neither slow the baseline down nor finish its work unseen; it runs only inside
-the submission's own requests, which the judge's clock times.
+Between its turns a contender is frozen whole (its cgroup's freezer), and on the CPU device both
+keep to the same CPUs: a thread the submission left running can neither slow the baseline down
+nor work unseen; it runs only inside the submission's own requests, which the judge's clock times.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import statistics
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from judge import scoring
 from judge.problem import Timing
+from judge.shared import SharedTensors
 
 # An excess is charged when it is this many standard errors above zero (the two contenders'
 # samples paired round by round) and above an allowance: two honest harness processes differ
@@ -44,7 +46,7 @@ from judge.problem import Timing
 # paired z-scores up to 12 for an honest C++ kernel, excesses up to ~0.05 ms, mostly in the
 # prepare request's 8 MiB flush), which the judge cannot tell from a forgery of that size.
 SIGNIFICANCE = 3.0
-ALLOWANCE_MS = 0.05
+ALLOWANCE_MS = 0.03
 ALLOWANCE_FRACTION = 0.05  # of the reported time
 
 
@@ -99,7 +101,8 @@ def charge(sub: Samples, base: Samples) -> Charge:
     # what the judge's clock saw of `time` beyond the report, against the baseline's (the same
     # harness code): a forged report, or work after the clock stopped, shows as more
     time_excess, time_z = _excess(sub.overhead, base.overhead)
-    prepare_excess, prepare_z = _excess(sub.prepare_rt, base.prepare_rt)
+    prepare_excess, prepare_z = (_excess(sub.prepare_rt, base.prepare_rt) if sub.prepare_rt
+                                 else (0.0, 0.0))
     allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * reported
     return Charge(reported, time_excess, prepare_excess,
                   time_z > SIGNIFICANCE and time_excess > allowance,
@@ -111,15 +114,15 @@ Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that co
 
 
 class FreshRounds:
-    """The rounds of one test point: fresh inputs before each, outputs taken away after each
-    contender's turn, and a uniformly random subset of `keep` rounds kept for checking.
+    """The rounds of one test point: fresh inputs and poisoned outputs before each, outputs read
+    after each contender's turn, and a uniformly random subset of `keep` rounds kept.
 
-    `write_inputs(index)` writes round `index`'s inputs and returns the path the contenders read
-    them from; `outputs[role]` is (the path a contender writes its outputs to, the same file seen
-    from the host); kept outputs move to `kept_dir`, which no sandbox mounts.
+    `write_inputs(index)` writes round `index`'s inputs where both contenders read them;
+    `outputs[role]` is that contender's output tensors, shared with it (judge/shared.py); kept
+    outputs are written to `kept_dir`, which no sandbox mounts.
     """
 
-    def __init__(self, write_inputs: Callable[[int], str], outputs: dict[str, tuple[str, Path]],
+    def __init__(self, write_inputs: Callable[[int], None], outputs: dict[str, SharedTensors],
                  kept_dir: Path, keep: int):
         self.write_inputs = write_inputs
         self.outputs = outputs
@@ -132,28 +135,22 @@ class FreshRounds:
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
-    def begin(self) -> str:
+    def begin(self) -> None:
         """Start a round (both contenders frozen): its inputs, and whether it is kept."""
         index, self.rounds = self.rounds, self.rounds + 1
         pick = index if index < self.keep else self._random.randrange(index + 1)
         self._slot = pick if pick < self.keep else None
         if self._slot is not None:
             self.slots[self._slot] = index
-        return self.write_inputs(index)
-
-    def save_path(self, role: str) -> str:
-        return self.outputs[role][0]
+        self.write_inputs(index)
+        for shared in self.outputs.values():
+            shared.poison()
 
     def end(self, role: str) -> None:
-        """After `role`'s turn (frozen again): its outputs leave its reach, kept or deleted."""
-        written = self.outputs[role][1]
+        """After `role`'s turn (frozen again): keep what it wrote if the round is kept."""
         if self._slot is not None:
-            target = self.kept_dir / role / f"{self._slot}.raw"
-            target.unlink(missing_ok=True)  # a kept round it replaces
-            if os.path.lexists(written):
-                os.replace(written, target)
-        elif os.path.lexists(written):
-            os.unlink(written)
+            (self.kept_dir / role / f"{self._slot}.raw").write_bytes(
+                self.outputs[role].snapshot())
 
     def kept(self, role: str) -> list[tuple[int, Path]]:
         """(round index, output file) of every kept round, in round order."""
@@ -161,11 +158,12 @@ class FreshRounds:
                       for slot, index in self.slots.items())
 
 
-def interleave(request: Request, freeze: Freeze, timing: Timing,
-               rounds: FreshRounds) -> dict[str, Samples]:
-    """Alternate `prepare` + `time` between the two contenders in a random order each round,
-    until both reports' relative standard errors reach the target (or a cap is hit); the one
-    whose turn it is not is frozen."""
+def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
+               flush: Callable[[], None] | None = None) -> dict[str, Samples]:
+    """Alternate turns between the two contenders in a random order each round, until both
+    reports' relative standard errors reach the target (or a cap is hit); the one whose turn it
+    is not is frozen. With `flush` (the CPU device) the judge flushes the cache before a turn and
+    a turn is one `time` request; without, the harness flushes in a `prepare` request (GPUs)."""
     samples = {"submission": Samples(), "baseline": Samples()}
     roles = list(samples)
     for role in roles:
@@ -173,11 +171,13 @@ def interleave(request: Request, freeze: Freeze, timing: Timing,
     started = time.monotonic()
     try:
         while True:
-            inputs = rounds.begin()
+            rounds.begin()
             random.shuffle(roles)
             for role in roles:
+                if flush is not None:
+                    flush()
                 freeze(role, False)
-                _turn(request, role, samples[role], inputs, rounds.save_path(role))
+                _turn(request, role, samples[role], prepare=flush is None)
                 freeze(role, True)
                 rounds.end(role)
             n = len(samples["submission"].reported)
@@ -191,12 +191,12 @@ def interleave(request: Request, freeze: Freeze, timing: Timing,
             freeze(role, False)
 
 
-def _turn(request: Request, role: str, got: Samples, inputs: str, save: str) -> None:
+def _turn(request: Request, role: str, got: Samples, prepare: bool) -> None:
+    if prepare:
+        sent = time.perf_counter()
+        request(role, "prepare", fresh=True)
+        got.prepare_rt.append((time.perf_counter() - sent) * 1000)
     sent = time.perf_counter()
-    request(role, "prepare", inputs=inputs)
-    prepared = time.perf_counter()
-    reply = request(role, "time", save=save)
-    done = time.perf_counter()
-    got.prepare_rt.append((prepared - sent) * 1000)
-    got.time_rt.append((done - prepared) * 1000)
+    reply = request(role, "time", fresh=True)
+    got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])

@@ -15,10 +15,12 @@ import ctypes.util
 import glob
 import importlib.util
 import json
+import mmap
 import os
 import sys
 import time
 import traceback
+import warnings
 
 _perf_counter_ns = time.perf_counter_ns  # captured before any contestant code is loaded
 
@@ -233,6 +235,68 @@ def poison(t: torch.Tensor) -> None:
         t.fill_(torch.iinfo(t.dtype).min)
 
 
+class OperatorRecorder:
+    """The ATen operators run_kernel runs, where a problem's rule limits them (config
+    `operator_rule`: its id, message and allowed operator names).
+
+    A torch dispatch mode entered around every call, checked and timed alike, sees every
+    operator that reaches the dispatcher, from Python or from native code calling libtorch. An
+    operator outside the allowance is remembered (an exception could be caught by the caller)
+    and ends the call as RV. Operators the language's own runtime runs (Triton's interpreter,
+    TileLang's) are not the submission's and are not counted. The static rule keeps sources under
+    such a rule from reaching this object (no `gc`, `sys`, `ctypes`, dunder attributes).
+    """
+
+    def __init__(self, rule: dict):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        self.rule = rule
+        allowed = frozenset(rule["allowed"])
+        skipped = [os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__))]
+        recorder = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if func._overloadpacket.__name__ not in allowed and recorder.found is None:
+                    recorder.found = _blame(func, skipped)
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+        self.found: str | None = None
+
+    def __enter__(self):
+        self.depth = torch._C._len_torch_dispatch_stack()
+        self.mode.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        self.mode.__exit__(*exc)
+        if torch._C._len_torch_dispatch_stack() != self.depth:
+            raise Refused("RV", "run_kernel changed the stack of torch dispatch modes (the "
+                                "judge records the operators it runs)")
+        if self.found is not None:
+            found, self.found = self.found, None
+            raise Refused("RV", f"rule {self.rule['id']}: {self.rule['message']} (operator "
+                                f"{found})")
+
+
+_DSL_PACKAGES = ("triton", "tilelang", "tvm", "tvm_ffi")
+
+
+def _blame(func, skipped: list[str]) -> str | None:
+    """Where an operator was called from: the first frame outside torch and this harness; None
+    when that is the language's own runtime (its operators are not the submission's)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(tuple(skipped)):
+        frame = frame.f_back
+    if frame is None:
+        return f"{func} from native code"
+    runtimes = [os.path.dirname(m.__file__) for name in _DSL_PACKAGES
+                if (m := sys.modules.get(name)) is not None and getattr(m, "__file__", None)]
+    if runtimes and frame.f_code.co_filename.startswith(tuple(runtimes)):
+        return None
+    return f"{func} at {os.path.basename(frame.f_code.co_filename)} line {frame.f_lineno}"
+
+
 class Refused(Exception):
     """The call broke the contract in a way that ends the run with a verdict of its own."""
 
@@ -269,31 +333,35 @@ class InputSet:
         # what run_kernel is given: it must write into these very tensors, never swap them
         self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
 
-    def blank_copy(self) -> InputSet:
-        """The same arguments in tensors of their own (the timed calls' fresh inputs go there)."""
+    def shared_copy(self, inputs_file: str, outputs_file: str) -> InputSet:
+        """The same arguments, with the timed calls' fresh inputs and their outputs in files the
+        judge maps too (raw, see protocol.py): read-only inputs, the outputs writable. On the CPU
+        run_kernel gets those very tensors; on a GPU device tensors of their own, which
+        `stage_in` / `stage_out` copy from and to the files."""
         copy = object.__new__(InputSet)
         copy.names, copy.pristine = self.names, {}
-        copy.inputs = {n: torch.empty_like(t) for n, t in self.inputs.items()}
-        copy.outputs = {n: torch.empty_like(t) for n, t in self.outputs.items()}
+        copy.host_inputs = _map_tensors(inputs_file, self.inputs, writable=False)
+        copy.host_outputs = _map_tensors(outputs_file, self.outputs, writable=True)
+        on_cpu = all(t.device.type == "cpu" for t in self.inputs.values())
+        copy.inputs = (copy.host_inputs if on_cpu
+                       else {n: torch.empty_like(t) for n, t in self.inputs.items()})
+        copy.outputs = (copy.host_outputs if on_cpu
+                        else {n: torch.empty_like(t) for n, t in self.outputs.items()})
+        copy.staged = not on_cpu
         copy.values = [copy.inputs.get(n, copy.outputs.get(n, v))
                        for n, v in zip(self.names, self.values)]
         copy._record_layout()
         return copy
 
-    def refill(self, file: str) -> None:
-        """Fresh inputs for a timed call (a raw file), read into the same tensors (same
-        addresses); on a GPU through one host buffer, allocated the first time."""
-        tensors = list(self.inputs.values())
-        if tensors and tensors[0].device.type != "cpu":
-            if self._staging is None:
-                self._staging = [torch.empty_like(t, device="cpu").pin_memory() for t in tensors]
-            protocol.read_raw(file, [_region(t) for t in self._staging])
-            for t, host in zip(tensors, self._staging):
-                t.copy_(host, non_blocking=True)
-        else:
-            protocol.read_raw(file, [_region(t) for t in tensors])
+    staged = False  # whether the tensors run_kernel gets are copies of shared files (GPU)
 
-    _staging: list[torch.Tensor] | None = None
+    def stage_in(self) -> None:
+        for name, t in self.inputs.items():
+            t.copy_(self.host_inputs[name], non_blocking=True)
+
+    def stage_out(self) -> None:
+        for name, t in self.outputs.items():
+            self.host_outputs[name].copy_(t)
 
     def modified_inputs(self) -> list[str]:
         return [n for n, t in self.inputs.items() if n in self.pristine
@@ -305,6 +373,23 @@ class InputSet:
             if _layout(t) != self.layout[name]:
                 raise Refused("WA", f"run_kernel replaced the storage, shape or type of {name}: "
                                     "it must write its results into the tensors it is given")
+
+
+def _map_tensors(path: str, like: dict[str, torch.Tensor], writable: bool) -> dict:
+    """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU)."""
+    size = sum(t.numel() * t.element_size() for t in like.values())
+    with open(path, "r+b" if writable else "rb") as f:
+        mapping = mmap.mmap(f.fileno(), max(size, 1),
+                            access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
+    with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
+        warnings.simplefilter("ignore")
+        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=max(size, 1))
+    views, offset = {}, 0
+    for name, t in like.items():
+        n = t.numel() * t.element_size()
+        views[name] = whole[offset:offset + n].view(t.dtype).reshape(t.shape)
+        offset += n
+    return views
 
 
 def _region(t: torch.Tensor) -> protocol.Region:
@@ -340,6 +425,8 @@ class Harness:
         self.next_set = 0
         self.prepared: InputSet | None = None
         self.fresh: InputSet | None = None  # the timed calls' fresh inputs
+        rule = config.get("operator_rule")
+        self.recorder = OperatorRecorder(rule) if rule else None
         self.fn = self.check = None
 
     def load_kernel(self) -> None:
@@ -350,7 +437,11 @@ class Harness:
 
     def call(self, inputs: InputSet) -> float:
         """One call of run_kernel on `inputs`: its time in milliseconds (see Device.time_call)."""
-        ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+        if self.recorder is None:
+            ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+        else:
+            with self.recorder:  # entered and left outside the measured call
+                ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
         inputs.verify_layout()
         return ms
 
@@ -361,6 +452,9 @@ class Harness:
         for file in msg["files"]:
             self.sets.append(InputSet(file, self.args, msg["outputs"], self.device.torch_device))
         self.next_set = 0
+        shared = msg.get("shared")
+        if shared:
+            self.fresh = self.sets[0].shared_copy(shared["inputs"], shared["outputs"])
         self.device.synchronize()
         return {"ok": True}
 
@@ -391,13 +485,12 @@ class Harness:
 
     def op_prepare(self, msg: dict) -> dict:
         """Before a timed call, in a request of its own so that the judge's clock around the timed
-        request is not drowned in the flush's own time. Fresh inputs go into tensors of their own
-        (allocated once per test point), so the loaded sets stay as the judge wrote them."""
-        if msg.get("inputs"):
-            if self.fresh is None:
-                self.fresh = self.sets[0].blank_copy()
-            self.fresh.refill(msg["inputs"])
+        request is not drowned in the flush's own time: the fresh inputs (`fresh`, copied to the
+        device from the shared file) or the next loaded set, outputs poisoned, cache flushed."""
+        if msg.get("fresh"):
             self.prepared = self.fresh
+            if self.fresh.staged:
+                self.fresh.stage_in()
         else:
             self.prepared = self.sets[self.next_set]
             self.next_set = (self.next_set + 1) % len(self.sets)
@@ -408,12 +501,17 @@ class Harness:
         return {"ok": True}
 
     def op_time(self, msg: dict) -> dict:
+        """One timed call: on what `prepare` readied, else (`fresh`, on the CPU device, where the
+        judge wrote the inputs, poisoned the outputs and flushed the cache) the shared tensors."""
         if self.prepared is None:
-            self.op_prepare({})
+            if msg.get("fresh"):
+                self.prepared = self.fresh
+            else:
+                self.op_prepare({})
         inputs, self.prepared = self.prepared, None
         ms = self.call(inputs)
-        if msg.get("save"):
-            _save(inputs.outputs, msg["save"])
+        if inputs.staged:
+            inputs.stage_out()  # back to the shared file, after the clock stopped
         return {"ok": True, "ms": ms}
 
     def serve(self) -> None:

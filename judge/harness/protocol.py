@@ -20,9 +20,10 @@ Requests (fields besides `op` and `id`):
                                  verified after, outputs saved to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
   warmup   seconds, min_calls    untimed prepare + time cycles on the loaded sets
-  prepare  inputs                before a timed call: read the fresh inputs from the raw file
+  prepare  inputs, flush         before a timed call: read the fresh inputs from the raw file
                                  `inputs` (null: rotate through the loaded sets), poison the
-                                 outputs, flush the cache
+                                 outputs, and flush the cache unless `flush` is false (on the
+                                 CPU device the judge flushes from a process of its own)
   time     save                  one timed call on the prepared inputs; when `save` is set, the
                                  outputs are written there (raw) right after the call
   exit                           the harness says {"ok": true, "bye": true} and ends

@@ -1,9 +1,8 @@
 # expect: AC
 # problem: matmul
 # timing: yes
-# flag: charged
 # control: baseline.py
-# threat: patch the harness so that the product is computed in the untimed prepare request, once the call's inputs are in place; the call only copies
+# threat: patch the harness so that the product is computed in its prepare step, once the call's inputs are in place (the judge writes a timed call's inputs itself and sends no prepare on the CPU); the call only copies
 import sys
 
 import torch

@@ -1,9 +1,7 @@
-# expect: AC
+# expect: WA
 # problem: matmul
 # timing: yes
-# flag: charged
-# control: baseline.py
-# threat: patch the harness so that the product is computed when the outputs are saved, after the clock stopped; the call itself does nothing
+# threat: patch the harness so that the product is computed when the outputs are saved, after the clock stopped; the call itself does nothing (a timed call's outputs are read by the judge from memory it shares with the harness: nothing saves them)
 import sys
 
 import torch
