@@ -99,7 +99,7 @@ def test_modifying_inputs_is_wrong(vector_add, cpu, default_sandbox):
 
 
 def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, default_sandbox):
-    """Computes once per test point, then returns the first answer: the rotated sets catch it."""
+    """Computes once per test point, then returns the first answer: fresh inputs catch it."""
     source = ('#include <vector>\nstatic int calls = 0; static std::vector<float> saved;\n'
               'static int saved_n = -1;\n'
               'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {\n'
@@ -108,7 +108,8 @@ def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, de
               '  for (int i = 0; i < n; ++i) c[i] = saved[i]; }')
     result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="cpp")
     assert result.verdict is Verdict.WA
-    assert "last timed call" in next(t for t in result.tests if t.verdict is Verdict.WA).message
+    assert "outputs of timed call" in next(t for t in result.tests
+                                           if t.verdict is Verdict.WA).message
 
 
 def test_seeds_are_fresh_per_judging_and_reproducible_when_given(vector_add, cpu):
@@ -210,34 +211,51 @@ def _fake(self, fn, *args):
 _harness.Device.time_call = _fake
 """ + SLOW_ADD.split("import torch\n", 1)[1]
 
-MOVED_TO_PREPARE = """import sys, time
+MOVED_AFTER_RETURN = """import threading, time
 import torch
 
-_harness = sys.modules["__main__"]
-_prepare = _harness.Harness.op_prepare
+work = threading.Semaphore(0)
 
 
-def _early(self, msg):  # do the slow part of the next call in the untimed request before it
-    reply = _prepare(self, msg)
-    end = time.perf_counter() + 0.002
-    while time.perf_counter() < end:
+def count_to(n):
+    for _ in range(n):
         pass
-    return reply
 
 
-_harness.Harness.op_prepare = _early
+started = time.perf_counter()
+count_to(100_000)
+STEPS = int(100_000 * 0.002 / (time.perf_counter() - started))  # ~2 ms of work (a wall-clock
+# deadline would pass while the run is frozen, and the "work" with it)
+
+
+def spin():  # the slow part of every call, done once the call has returned
+    while True:
+        work.acquire()
+        count_to(STEPS)
+
+
+threading.Thread(target=spin, daemon=True).start()
 
 
 def run_kernel(a, b, c, n):
     torch.add(a, b, out=c)
+    work.release()
 """
 
 
-@pytest.mark.parametrize("forged", [FORGED_TIMER, MOVED_TO_PREPARE], ids=["timer", "prepare"])
+THREAD_HOLE = pytest.mark.xfail(reason="open (SECURITY.md): work a thread does between the reply "
+                                "and the freeze escapes the judge's clock; charging the run's "
+                                "cgroup CPU time per turn is the planned fix")
+
+
+@pytest.mark.parametrize("forged", [FORGED_TIMER, pytest.param(MOVED_AFTER_RETURN,
+                                                               marks=THREAD_HOLE)],
+                         ids=["timer", "thread"])
 def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add, cpu,
                                                                       default_sandbox, forged):
-    """The harness shares the contestant's process: its report can be lowered, or the work moved
-    into the untimed request before the call. The judge's clock charges what it saw."""
+    """The harness shares the contestant's process: its report can be lowered, or the work left
+    to a thread after the call returns (frozen between turns and kept to the contender's CPU, it
+    runs only inside the submission's own requests). The judge's clock charges what it saw."""
     honest = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
     result = judge(vector_add, forged, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert honest.verdict is Verdict.AC and result.verdict is Verdict.AC

