@@ -54,3 +54,59 @@ def test_differences_below_the_allowance_are_not_charged():
     small = 0.6 * ALLOWANCE_MS
     result = charge(samples(0.5, 0.12 + small, 0.4 + small, 1), samples(0.4, 0.12, 0.4, 2))
     assert not (result.charged_time or result.charged_prepare) and result.ms < 0.52
+
+
+class _Outputs:
+    """Stands in for a contender's shared outputs: what it 'wrote' in the current round."""
+
+    def __init__(self):
+        self.round = -1
+
+    def poison(self):
+        self.round += 1
+
+    def snapshot(self) -> bytes:
+        return str(self.round).encode()
+
+
+def test_the_checked_rounds_are_a_uniform_draw_made_after_the_last_call(tmp_path):
+    """Reservoir sampling: every round is equally likely to be checked, whatever the count of
+    rounds turns out to be, so a submission cannot aim its replays at rounds left unchecked."""
+    from collections import Counter
+
+    from judge.timing import FreshRounds
+
+    rounds, keep, trials = 20, 4, 1500
+    counts: Counter[int] = Counter()
+    for trial in range(trials):
+        outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+        fresh = FreshRounds(lambda index: None, outputs, tmp_path / str(trial), keep)
+        for _ in range(rounds):
+            fresh.begin()
+            for role in outputs:
+                fresh.end(role)
+        kept = fresh.kept("submission")
+        assert len(kept) == keep
+        for index, path in kept:  # the file holds what was written in that very round
+            assert path.read_bytes() == str(index).encode()
+            counts[index] += 1
+        assert [i for i, _ in kept] == [i for i, _ in fresh.kept("baseline")]
+    expected = trials * keep / rounds
+    assert all(abs(counts[i] - expected) < 0.25 * expected for i in range(rounds)), counts
+
+
+def test_raw_files_are_read_only_at_their_exact_size_and_never_through_a_link(tmp_path):
+    import ctypes
+
+    from judge.harness.protocol import read_raw, write_raw
+
+    source = (ctypes.c_float * 4)(1, 2, 3, 4)
+    write_raw(str(tmp_path / "out.raw"), [(ctypes.addressof(source), 16)])
+    target = (ctypes.c_float * 4)()
+    read_raw(str(tmp_path / "out.raw"), [(ctypes.addressof(target), 16)])
+    assert list(target) == [1, 2, 3, 4]
+    with pytest.raises(ValueError):
+        read_raw(str(tmp_path / "out.raw"), [(ctypes.addressof(target), 12)])
+    (tmp_path / "link.raw").symlink_to(tmp_path / "out.raw")
+    with pytest.raises(OSError):
+        read_raw(str(tmp_path / "link.raw"), [(ctypes.addressof(target), 16)])

@@ -14,28 +14,33 @@ Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}
 then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versions", "device"}
 
 Requests (fields besides `op` and `id`):
-  load     test, files, outputs  the input sets of a test point (files the judge wrote) and the
-                                 outputs' {name: {"shape", "dtype"}}
+  load     test, files, outputs, the input sets of a test point (torch.save files the judge wrote),
+           shared                the outputs' {name: {"shape", "dtype"}}, and for the timing run
+                                 `shared` = {"inputs", "outputs"}: raw files the judge maps too,
+                                 holding the timed calls' fresh inputs (mapped read-only) and this
+                                 contender's outputs
   run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
-                                 verified after, outputs saved to the file `save`
+                                 verified after, outputs saved (raw) to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
   warmup   seconds, min_calls    untimed prepare + time cycles on the loaded sets
-  prepare  inputs, flush         before a timed call: read the fresh inputs from the raw file
-                                 `inputs` (null: rotate through the loaded sets), poison the
-                                 outputs, and flush the cache unless `flush` is false (on the
-                                 CPU device the judge flushes from a process of its own)
-  time     save                  one timed call on the prepared inputs; when `save` is set, the
-                                 outputs are written there (raw) right after the call
+  prepare  fresh                 before a timed call on a GPU: the shared inputs (`fresh`) or the
+                                 next loaded set, copied to the device, outputs poisoned, cache
+                                 flushed
+  time     fresh                 one timed call: on what `prepare` readied, else (`fresh`, the CPU
+                                 device) on the shared tensors themselves, which the judge filled,
+                                 poisoned and flushed around while the run was frozen; on a GPU the
+                                 outputs are copied back to the shared file after the call
   exit                           the harness says {"ok": true, "bye": true} and ends
 
-Files: `load` reads torch.save files (tensors and scalars by name). The files of the hot path
-are raw: the bytes of each tensor, C-contiguous, one after another in signature order, no header
-(both sides know the shapes and dtypes) — fresh inputs (input tensors) and saved outputs (output
-tensors). Raw files cost a copy at memory speed, which keeps the judge's clock around the timed
-request precise; both sides use `write_raw` / `read_raw` below.
+Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
+header (both sides know the shapes and dtypes); written and read with `write_raw` / `read_raw`.
 
 Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time) or
          {"id", "ok": false, "kind": one of REPLY_KINDS, "error": text}.
+
+Config (the JSON file named on the harness's command line): artifact, loader, args (the
+signature), device, flush_bytes, cpu_threads, gpu_memory_bytes, operator_rule (null, or the
+allow-list rule whose ATen operators the harness enforces: {"id", "message", "allowed"}).
 """
 
 from __future__ import annotations
