@@ -532,11 +532,8 @@ class Judging:
         outputs = {}
         try:
             for role, who in by_role.items():
-                who.host_out(test.name).mkdir(parents=True, exist_ok=True)
-                outputs[role] = SharedTensors(
-                    who.host_out(test.name, "fresh.raw"),
-                    [(spec["shape"], spec["dtype"]) for spec in cases[0].output_specs.values()],
-                    writable_by_others=True)
+                outputs[role] = self._guard(who, lambda w=who: self._shared_outputs(w, test,
+                                                                                   cases), sub)
             shared = {role: {"inputs": self.sandbox.path(self.inputs_mount, test.name, "fresh.raw"),
                              "outputs": who.out_path(test.name, "fresh.raw")}
                       for role, who in by_role.items()}
@@ -574,6 +571,25 @@ class Judging:
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
         self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
                           scoring.Stats.of(samples["baseline"].reported))
+
+    def _shared_outputs(self, who: Contender, test: TestPoint,
+                        cases: list[TestCase]) -> SharedTensors:
+        """A contender's timed outputs, in a file of its scratch directory that the judge maps."""
+        path = who.host_out(test.name, "fresh.raw")
+        who.proc.freeze(True)  # the run's own threads must not move things under the judge
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.resolve().is_relative_to(Path(who.scratch.host).resolve()):
+                raise OSError("a link leads out of it")
+            path.unlink(missing_ok=True)  # whatever the run may have left there
+            return SharedTensors(path, [(spec["shape"], spec["dtype"])
+                                        for spec in cases[0].output_specs.values()],
+                                 writable_by_others=True)
+        except OSError as exc:
+            raise RunFailure(Verdict.RE, f"the run's scratch directory could not hold its "
+                                         f"outputs ({exc})") from None
+        finally:
+            who.proc.freeze(False)
 
     def _round_seed(self, test: TestPoint, index: int) -> int:
         return derive_seed(self.secret, test.name, f"timed{index}")
