@@ -44,6 +44,7 @@ from sandbox import (
     SandboxLimits,
     SandboxProcess,
 )
+from sandbox.base import parse_cpus
 
 HARNESS_DIR = Path(protocol.__file__).parent
 STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
@@ -561,12 +562,17 @@ class Judging:
                                              self.workdir / "kept" / test.name,
                                              timing.checked_calls)
             samples = timing_loop.interleave(request, freeze, timing, rounds,
-                                             self.flusher.flush if self.flusher else None)
+                                             self.flusher.flush if self.flusher else None,
+                                             self._cpu_meter(by_role))
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
         for got in samples.values():
             self.kernel_ms += sum(got.reported)
+        counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
+        self.result.applied["cpu_time_charged"] = (
+            self.result.applied.get("cpu_time_charged", True) and counted
+            and self._cpu_meter(by_role) is not None)
         self._check_rounds(test, rounds)
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
         self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
@@ -590,6 +596,14 @@ class Judging:
                                          f"outputs ({exc})") from None
         finally:
             who.proc.freeze(False)
+
+    def _cpu_meter(self, by_role: dict[str, Contender]):
+        """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
+        with one CPU per contender (more would count a parallel call several times over)."""
+        cpus = self.contender_cpus
+        if cpus is None or len(parse_cpus(cpus)) != 1:
+            return None
+        return lambda role: by_role[role].proc.cpu_ns()
 
     def _round_seed(self, test: TestPoint, index: int) -> int:
         return derive_seed(self.secret, test.name, f"timed{index}")
@@ -633,8 +647,8 @@ class Judging:
         if charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
             self.result.flags.append(
                 f"{test.name}: charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
-                f"the {charge.reported_ms:.3f} ms reported (the judge's clock saw it outside the "
-                "measured call)")
+                f"the {charge.reported_ms:.3f} ms reported (the judge's clock or the run's CPU "
+                "time saw it outside the measured call)")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
         report.samples = sub.n
         seconds = charge.ms / 1000

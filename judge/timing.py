@@ -59,11 +59,18 @@ class Samples:
     reported: list[float] = field(default_factory=list)  # by the harness, around the call
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
     prepare_rt: list[float] = field(default_factory=list)  # by the judge, around `prepare`
+    cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
 
     @property
     def overhead(self) -> list[float]:
         """What the judge saw of each `time` request beyond the reported call."""
         return [rt - ms for rt, ms in zip(self.time_rt, self.reported)]
+
+    @property
+    def cpu_overhead(self) -> list[float]:
+        """CPU time each turn used beyond the reported call: the harness's own, and whatever the
+        run did unseen (a thread working after the reply, until the freeze)."""
+        return [cpu - ms for cpu, ms in zip(self.cpu, self.reported)]
 
 
 @dataclass(frozen=True)
@@ -75,10 +82,15 @@ class Charge:
     prepare_excess_ms: float  # `prepare` beyond the baseline's
     charged_time: bool  # whether each excess was significant, hence charged
     charged_prepare: bool
+    cpu_excess_ms: float = 0.0  # the run's CPU time per turn beyond the baseline's
+    charged_cpu: bool = False
 
     @property
     def ms(self) -> float:
-        return (self.reported_ms + (self.time_excess_ms if self.charged_time else 0.0)
+        # the judge's clock and the run's CPU time are two views of the same hidden work
+        hidden = max(self.time_excess_ms if self.charged_time else 0.0,
+                     self.cpu_excess_ms if self.charged_cpu else 0.0)
+        return (self.reported_ms + hidden
                 + (self.prepare_excess_ms if self.charged_prepare else 0.0))
 
 
@@ -98,6 +110,16 @@ def _excess(values: list[float], reference: list[float]) -> tuple[float, float]:
     return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
 
 
+def _mean_excess(values: list[float], reference: list[float]) -> tuple[float, float]:
+    """As `_excess`, with the mean: for CPU time, which is conserved (work split unevenly over
+    the turns counts in full) and which the host's jitter barely touches."""
+    differences = [v - r for v, r in zip(values, reference)]
+    excess = statistics.fmean(differences)
+    noise = statistics.stdev(differences) / math.sqrt(len(differences)) if len(
+        differences) > 1 else 0.0
+    return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
+
+
 def charge(sub: Samples, base: Samples) -> Charge:
     reported = statistics.median(sub.reported)
     # what the judge's clock saw of `time` beyond the report, against the baseline's (the same
@@ -105,10 +127,16 @@ def charge(sub: Samples, base: Samples) -> Charge:
     time_excess, time_z = _excess(sub.overhead, base.overhead)
     prepare_excess, prepare_z = (_excess(sub.prepare_rt, base.prepare_rt) if sub.prepare_rt
                                  else (0.0, 0.0))
+    # CPU time over each turn (read while the run is frozen, so exact): work a thread did after
+    # the reply, before the freeze, shows there and nowhere else
+    counted = len(sub.cpu) == len(sub.reported) > 0 and len(base.cpu) == len(base.reported)
+    cpu_excess, cpu_z = (_mean_excess(sub.cpu_overhead, base.cpu_overhead) if counted
+                         else (0.0, 0.0))
     allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * reported
     return Charge(reported, time_excess, prepare_excess,
                   time_z > SIGNIFICANCE and time_excess > allowance,
-                  prepare_z > SIGNIFICANCE and prepare_excess > allowance)
+                  prepare_z > SIGNIFICANCE and prepare_excess > allowance,
+                  cpu_excess, cpu_z > SIGNIFICANCE and cpu_excess > allowance)
 
 
 Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
@@ -161,11 +189,14 @@ class FreshRounds:
 
 
 def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
-               flush: Callable[[], None] | None = None) -> dict[str, Samples]:
+               flush: Callable[[], None] | None = None,
+               cpu_ns: Callable[[str], int | None] | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders in a random order each round, until both
     reports' relative standard errors reach the target (or a cap is hit); the one whose turn it
     is not is frozen. With `flush` (the CPU device) the judge flushes the cache before a turn and
-    a turn is one `time` request; without, the harness flushes in a `prepare` request (GPUs)."""
+    a turn is one `time` request; without, the harness flushes in a `prepare` request (GPUs).
+    With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
+    is recorded too."""
     samples = {"submission": Samples(), "baseline": Samples()}
     roles = list(samples)
     for role in roles:
@@ -178,9 +209,13 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             for role in roles:
                 if flush is not None:
                     flush()
+                before = cpu_ns(role) if cpu_ns else None
                 freeze(role, False)
                 _turn(request, role, samples[role], prepare=flush is None)
                 freeze(role, True)
+                after = cpu_ns(role) if cpu_ns else None
+                if before is not None and after is not None:
+                    samples[role].cpu.append((after - before) / 1e6)
                 rounds.end(role)
             n = len(samples["submission"].reported)
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):

@@ -111,6 +111,10 @@ class SandboxProcess(ABC):
         """Stop every process of the run (threads it left running included), or resume them;
         False where this host cannot."""
 
+    def cpu_ns(self) -> int | None:
+        """CPU time the run has used so far, in nanoseconds; None where not accounted."""
+        return None
+
     # -- shared by all backends --------------------------------------------------------------
     def _add_log(self, chunk: bytes) -> bool:
         """Keep stderr up to the limit; False (and the run killed) once it is exceeded."""
@@ -238,6 +242,9 @@ class PopenProcess(SandboxProcess):
 
     def freeze(self, frozen: bool) -> bool:
         return bool(self.cgroup and self.cgroup.freeze(frozen))
+
+    def cpu_ns(self) -> int | None:
+        return self.cgroup.cpu_ns() if self.cgroup else None
 
 
 class Sandbox(ABC):

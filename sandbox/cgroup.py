@@ -63,8 +63,8 @@ class Cgroup:
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, pids: int, cpuset: bool) -> Cgroup:
         dirs = {}
-        for controller in ("memory", "pids", "freezer", "cpuset"):
-            if controller in ("freezer", "cpuset") and not (ROOT / controller).is_dir():
+        for controller in ("memory", "pids", "freezer", "cpuset", "cpuacct"):
+            if controller in ("freezer", "cpuset", "cpuacct") and not (ROOT / controller).is_dir():
                 continue
             if controller == "cpuset" and not cpuset:
                 continue
@@ -128,6 +128,11 @@ class Cgroup:
         directory = self.dirs.get("unified" if self.unified else "freezer")
         return directory is not None and freeze_dir(directory, frozen)
 
+    def cpu_ns(self) -> int | None:
+        """CPU time its tasks have used, in nanoseconds (None where not accounted)."""
+        directory = self.dirs.get("unified" if self.unified else "cpuacct")
+        return None if directory is None else cpu_usage_ns(directory)
+
     def pids(self) -> list[int]:
         out: set[int] = set()
         for directory in self.dirs.values():
@@ -156,6 +161,20 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def cpu_usage_ns(directory: Path) -> int | None:
+    """A cgroup's CPU time (v1 `cpuacct.usage`, v2 `cpu.stat`), exact while its tasks are frozen."""
+    try:
+        if (directory / "cpuacct.usage").is_file():
+            return int((directory / "cpuacct.usage").read_text())
+        for line in (directory / "cpu.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "usage_usec":
+                return int(value) * 1000
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def freeze_dir(directory: Path, frozen: bool, timeout_s: float = 5.0) -> bool:

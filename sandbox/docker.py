@@ -33,7 +33,7 @@ from sandbox.base import (
     process_tree,
 )
 from sandbox.bwrap import python_paths
-from sandbox.cgroup import freeze_dir
+from sandbox.cgroup import cpu_usage_ns, freeze_dir
 
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
@@ -161,6 +161,13 @@ class DockerProcess(SandboxProcess):
     def freeze(self, frozen: bool) -> bool:
         """The container's freezer, written directly (the Engine's pause is ~10 ms a call)."""
         return any(freeze_dir(Path(d), frozen) for d in self._cgroup_dirs("freezer"))
+
+    def cpu_ns(self) -> int | None:
+        for directory in self._cgroup_dirs("cpuacct") + self._cgroup_dirs("cpu"):
+            found = cpu_usage_ns(Path(directory))
+            if found is not None:
+                return found
+        return None
 
     def _read_peak(self) -> float:
         for directory in self._cgroup_dirs():

@@ -211,21 +211,26 @@ def _fake(self, fn, *args):
 _harness.Device.time_call = _fake
 """ + SLOW_ADD.split("import torch\n", 1)[1]
 
-MOVED_AFTER_RETURN = """import threading, time
+COUNT_TO = """import threading
 import torch
 
-work = threading.Semaphore(0)
+STEPS = 60_000  # ~2 ms of interpreter work here; the same count for the cheat and the control
 
 
-def count_to(n):
+def count_to(n):  # work, not a wall-clock deadline (which would pass while the run is frozen)
     for _ in range(n):
         pass
+"""
 
+COUNTED_ADD = COUNT_TO + """
 
-started = time.perf_counter()
-count_to(100_000)
-STEPS = int(100_000 * 0.002 / (time.perf_counter() - started))  # ~2 ms of work (a wall-clock
-# deadline would pass while the run is frozen, and the "work" with it)
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+    count_to(STEPS)
+"""
+
+MOVED_AFTER_RETURN = COUNT_TO + """
+work = threading.Semaphore(0)
 
 
 def spin():  # the slow part of every call, done once the call has returned
@@ -243,24 +248,21 @@ def run_kernel(a, b, c, n):
 """
 
 
-THREAD_HOLE = pytest.mark.xfail(reason="open (SECURITY.md): work a thread does between the reply "
-                                "and the freeze escapes the judge's clock; charging the run's "
-                                "cgroup CPU time per turn is the planned fix")
-
-
-@pytest.mark.parametrize("forged", [FORGED_TIMER, pytest.param(MOVED_AFTER_RETURN,
-                                                               marks=THREAD_HOLE)],
+@pytest.mark.parametrize("forged,fair", [(FORGED_TIMER, SLOW_ADD),
+                                         (MOVED_AFTER_RETURN, COUNTED_ADD)],
                          ids=["timer", "thread"])
 def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add, cpu,
-                                                                      default_sandbox, forged):
+                                                                      default_sandbox, forged,
+                                                                      fair):
     """The harness shares the contestant's process: its report can be lowered, or the work left
     to a thread after the call returns (frozen between turns and kept to the contender's CPU, it
-    runs only inside the submission's own requests). The judge's clock charges what it saw."""
-    honest = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
+    runs only while the run is thawed, and the run's CPU time over each turn is counted). The
+    judge's clock, or the run's CPU time, charges what it saw."""
+    honest = judge(vector_add, fair, cpu, default_sandbox, JudgeOptions(), language="torch")
     result = judge(vector_add, forged, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert honest.verdict is Verdict.AC and result.verdict is Verdict.AC
-    for cheat, fair in zip(result.tests, honest.tests):
-        assert cheat.time_ms >= 0.9 * fair.time_ms >= 1.8, (cheat.time_ms, fair.time_ms)
+    for cheat, control in zip(result.tests, honest.tests):
+        assert cheat.time_ms >= 0.85 * control.time_ms >= 0.4, (cheat.time_ms, control.time_ms)
     # the speedups also carry the two judgings' baselines, which differ by up to ~30 % here
     assert result.speedup <= 1.5 * honest.speedup
     assert any("charged" in flag for flag in result.flags), result.flags
