@@ -25,13 +25,13 @@ _FLUSHER = r"""
 import ctypes, sys
 size = int(sys.argv[1])
 written = bytearray(size)
-clean = bytearray(b"") * size  # written once (a zero-filled buffer would be one shared
+clean = bytearray(b"\x02") * size  # written once (a zero-filled buffer would be one shared
 # page); never again, so that reading it leaves no dirty line behind
 for step in range(1, 1 << 62):
     if not sys.stdin.buffer.read(1):
         break
     ctypes.memset((ctypes.c_char * size).from_buffer(written), step & 0xFF, size)
-    clean.find(b"\x01")  # a read of every byte at memory speed (the buffer is all zeros)
+    clean.find(b"\x01")  # a read of every byte at memory speed (no byte of it is 1)
     sys.stdout.buffer.write(b".")
     sys.stdout.buffer.flush()
 """
@@ -42,7 +42,6 @@ class CacheFlusher:
 
     def __init__(self, size: int, cpus: str | None):
         cpu_set = parse_cpus(cpus) if cpus else None
-        self.size = size
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _FLUSHER, str(size)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, preexec_fn=(lambda: os.sched_setaffinity(0, cpu_set))

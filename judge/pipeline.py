@@ -189,6 +189,9 @@ class Judging:
             "toolchain": language.toolchain_version(), "judge": judge.__version__,
         }
         self.kernel_ms = 0.0
+        self.contender_cpus = contender_cpus(device)
+        if self.contender_cpus is not None:
+            self.result.applied["contender_cpus"] = self.contender_cpus
         if not sandbox.isolates_filesystem:
             self.result.flags.append(f"judged in the {sandbox.name} sandbox, which isolates "
                                      "neither files nor network: not for untrusted code")
@@ -337,21 +340,6 @@ class Judging:
         """On the CPU device the judge flushes the cache itself (judge/flusher.py); a GPU's
         cache is flushed by the harness, on the device, inside `prepare`."""
         return self.device.kind == "cpu"
-
-    @property
-    def contender_cpus(self) -> str | None:
-        """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the
-        last ones this judge may use (the judge and the services keep the rest), or
-        KJUDGE_CONTENDER_CPUS. A helper thread of the submission then takes time from its own
-        requests, which the judge's clock sees, instead of running free on another core."""
-        if self.device.kind != "cpu":
-            return None
-        cpus = os.environ.get("KJUDGE_CONTENDER_CPUS")
-        if not cpus:
-            usable = sorted(os.sched_getaffinity(0))
-            cpus = ",".join(map(str, usable[-CPU_THREADS:]))
-        self.result.applied["contender_cpus"] = cpus
-        return cpus
 
     def _spawn(self, role: str, language: Language, artifact: Path) -> Contender:
         """Start a harness process for the submission or the baseline (not waiting for it)."""
@@ -526,6 +514,7 @@ class Judging:
                    cases: list[TestCase], report: TestReport) -> None:
         timing, run_s = self.spec.timing, self.spec.limits.run_s
         by_role = {"submission": sub, "baseline": base}
+        cpu_meter = self._cpu_meter(by_role)
         folder = self.inputs_mount.host / test.name
         fresh_inputs = SharedTensors(
             folder / "fresh.raw", [(self.reference.input_shape(a, test), a.dtype)
@@ -563,7 +552,7 @@ class Judging:
                                              timing.checked_calls)
             samples = timing_loop.interleave(request, freeze, timing, rounds,
                                              self.flusher.flush if self.flusher else None,
-                                             self._cpu_meter(by_role))
+                                             cpu_meter)
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
@@ -572,7 +561,7 @@ class Judging:
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         self.result.applied["cpu_time_charged"] = (
             self.result.applied.get("cpu_time_charged", True) and counted
-            and self._cpu_meter(by_role) is not None)
+            and cpu_meter is not None)
         self._check_rounds(test, rounds)
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
         self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
@@ -679,6 +668,17 @@ class Judging:
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
             speedup) else 0.0
+
+
+def contender_cpus(device: DeviceInfo) -> str | None:
+    """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the last
+    ones this judge may use (the judge and the services keep the rest), or KJUDGE_CONTENDER_CPUS.
+    A helper thread of the submission then takes time from its own turns, which the judge
+    measures, instead of running free on another core."""
+    if device.kind != "cpu":
+        return None
+    return os.environ.get("KJUDGE_CONTENDER_CPUS") or ",".join(
+        map(str, sorted(os.sched_getaffinity(0))[-CPU_THREADS:]))
 
 
 def run_device_env(sandbox: Sandbox, device: DeviceInfo) -> tuple[dict[str, str], str]:

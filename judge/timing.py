@@ -23,7 +23,9 @@ ALLOWANCE_MS) the judge's clock cannot tell a forgery from two processes' honest
 
 Between its turns a contender is frozen whole (its cgroup's freezer), and on the CPU device both
 keep to the same CPUs: a thread the submission left running can neither slow the baseline down
-nor work unseen; it runs only inside the submission's own requests, which the judge's clock times.
+nor work unseen. It runs only while its run is thawed, and on the CPU device each turn's CPU time
+(the run's cgroup, read while frozen) beyond the report and the baseline's is charged too — the
+stretch between a reply and the freeze, which the judge's clock does not cover, included.
 """
 
 from __future__ import annotations
