@@ -116,12 +116,12 @@ def main() -> None:
             assert result.verdict.value == "AC", (result.verdict, result.message)
             for t in result.tests:
                 lines.append(f"| {name} C++ `run_kernel` | {t.name} | {t.time_ms * 1000:.1f} µs "
-                             f"| {t.rse:.1%} | {t.samples} |")
+                             f"| {t.floor_ms * 1000:.1f} µs | {t.rse:.1%} | {t.samples} |")
         floor = result.applied.get("timing_setup", {}).get("empty_call_ms", 0.0)
-    table = ["| kernel | test point | median | rel. std. error | samples |",
-             "| --- | --- | --- | --- | --- |", *lines]
-    spreads = ["| problem | speedups over the runs | spread (max − min) / median |",
-               "| --- | --- | --- |"]
+    table = ["| kernel | test point | median | floor reported with the point | rel. std. error "
+             "| samples |", "| --- | --- | --- | --- | --- | --- |", *lines]
+    spreads = ["| problem | speedups over the runs | spread (max − min) / median | floor per "
+               "test point (last run) |", "| --- | --- | --- | --- |"]
     for slug, source in SUBMISSIONS.items():
         problem = load_problem(ROOT / "problems" / slug)
         text = (problem.path / source).read_text()
@@ -132,8 +132,10 @@ def main() -> None:
             assert result.verdict.value == "AC", (slug, result.verdict, result.message)
             speedups.append(result.speedup)
         median = statistics.median(speedups)
+        floors = ", ".join(f"{t.name} {t.floor_ms * 1000:.1f} µs" for t in result.tests
+                           if t.floor_ms is not None)
         spreads.append(f"| {slug} (`{source}`) | {', '.join(f'{s:.3f}' for s in speedups)} | "
-                       f"{(max(speedups) - min(speedups)) / median:.1%} |")
+                       f"{(max(speedups) - min(speedups)) / median:.1%} | {floors} |")
     worst = max(excess.seen) * 1000
     block = "\n".join([
         f"Measured {date.today()} on {platform.processor() or platform.machine()} "

@@ -13,6 +13,7 @@ import math
 import os
 import secrets
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -459,17 +460,18 @@ class Judging:
             reply = sub.request("run", self.spec.limits.run_s, set=index,
                                 save=sub.out_path(test.name, f"check{index}.raw"))
             self.kernel_ms += reply.get("ms", 0.0)
-            reports.append(self._compare(sub.host_out(test.name, f"check{index}.raw"), case))
+            reports.append(self._compare(sub.host_out(test.name, f"check{index}.raw"), case,
+                                         within=sub.scratch.host))
         return next((r for r in reports if not r.passed), reports[0])
 
-    def _compare(self, path: Path, case: TestCase) -> CheckReport:
+    def _compare(self, path: Path, case: TestCase, within: str | None = None) -> CheckReport:
         """Check an output file (raw, see judge/harness/protocol.py) written by the sandboxed side
-        against the expected outputs."""
+        (under `within`, its scratch directory) against the expected outputs."""
         outputs = {name: torch.empty(spec["shape"], dtype=getattr(torch, spec["dtype"]))
                    for name, spec in case.output_specs.items()}
         try:
             protocol.read_raw(str(path), [(t.data_ptr(), t.numel() * t.element_size())
-                                          for t in outputs.values()])
+                                          for t in outputs.values()], within=within)
         except (OSError, ValueError) as exc:  # missing, a link, truncated, padded
             raise RunFailure(Verdict.WA, f"the outputs were not written back as expected "
                                          f"({exc})") from None
@@ -550,9 +552,10 @@ class Judging:
             rounds = timing_loop.FreshRounds(write_inputs, outputs,
                                              self.workdir / "kept" / test.name,
                                              timing.checked_calls)
-            samples = timing_loop.interleave(request, freeze, timing, rounds,
-                                             self.flusher.flush if self.flusher else None,
-                                             cpu_meter)
+            with timing_loop.on_cpus(self.contender_cpus and parse_cpus(self.contender_cpus)):
+                samples = timing_loop.interleave(request, freeze, timing, rounds,
+                                                 self.flusher.flush if self.flusher else None,
+                                                 cpu_meter)
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
@@ -566,6 +569,8 @@ class Judging:
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
         self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
                           scoring.Stats.of(samples["baseline"].reported))
+        if samples["submission"].floor:
+            report.floor_ms = statistics.median(samples["submission"].floor)
 
     def _shared_outputs(self, who: Contender, test: TestPoint,
                         cases: list[TestCase]) -> SharedTensors:

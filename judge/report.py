@@ -21,13 +21,14 @@ def _num(value: float | None, digits: int = 4) -> str:
 
 def table(result: JudgeResult) -> str:
     head = f"{'test':<16} {'verdict':<7} {'matched':>9} {'max_abs':>9} {'time_ms':>10} " \
-           f"{'base_ms':>10} {'speedup':>8} {'spread':>7} {'GB/s':>8}"
+           f"{'base_ms':>10} {'speedup':>8} {'floor_us':>8} {'spread':>7} {'GB/s':>8}"
     lines = [head, "-" * len(head)]
     for t in result.tests:
         lines.append(
             f"{t.name[:16]:<16} {str(t.verdict or '-'):<7} {_num(t.matched_ratio, 6):>9} "
             f"{_num(t.max_abs_err, 3):>9} {_num(t.time_ms):>10} {_num(t.baseline_ms):>10} "
             f"{_num(t.speedup, 3):>8} "
+            f"{_num(t.floor_ms * 1000 if t.floor_ms is not None else None, 3):>8} "
             f"{(f'{t.rel_spread:.1%}' if t.rel_spread is not None else '-'):>7} "
             f"{_num(t.gbps, 4):>8}"
         )
@@ -65,7 +66,7 @@ def _applied_lines(applied: dict) -> list[str]:
              f"sandbox {applied.get('sandbox')}, {applied.get('toolchain')}"]
     setup = applied.get("timing_setup") or {}
     if setup.get("empty_call_ms") is not None:
-        lines.append(f"empty call (timing floor): {setup['empty_call_ms'] * 1000:.1f} us")
+        lines.append(f"clock overhead (a warm empty call): {setup['empty_call_ms'] * 1000:.2f} us")
     for role, memory in (applied.get("gpu_memory") or {}).items():
         limit = f" (limit {memory['limit_mb']} MiB)" if memory.get("limit_mb") else ""
         lines.append(f"gpu memory of the {role}: peak {memory['peak_mb']} MiB{limit}")

@@ -42,6 +42,7 @@ class TestReport:
     rse: float | None = None
     baseline_rse: float | None = None
     samples: int | None = None
+    floor_ms: float | None = None  # an empty run_kernel, timed like the submission's calls
     gbps: float | None = None
     tflops: float | None = None
     peak_bandwidth_fraction: float | None = None

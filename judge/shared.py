@@ -9,11 +9,16 @@ Between two calls, while both contenders are frozen, the judge writes the next r
 inputs and poisons the outputs through its own mapping, and after a contender's turn reads what
 it wrote. Nothing is copied inside the requests the judge's clock measures, so that clock stays
 precise (on the CPU device a timed request is the call and the protocol's round trip alone).
+
+Writes are plain copies on the calling thread (never torch's worker threads): on the CPU device
+the judge writes from the contenders' CPU (judge.timing.on_cpus), so that the next call finds its
+inputs where every call finds them, not in another core's cache, whose state varies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import mmap
 import os
@@ -38,30 +43,43 @@ class SharedTensors:
             self._map = mmap.mmap(fd, max(self.size, 1))
         finally:
             os.close(fd)
-        whole = torch.frombuffer(self._map, dtype=torch.uint8, count=max(self.size, 1))
-        self.tensors: list[torch.Tensor] = []
-        offset = 0
-        for (shape, dtype), size in zip(specs, sizes):
-            view = whole[offset:offset + size].view(getattr(torch, dtype)).reshape(shape)
-            self.tensors.append(view)
-            offset += size
+        self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=max(self.size, 1))
+        self.tensors = _views(self._whole, specs, sizes)
+        self._poisoned = torch.empty_like(self._whole)
+        for t in _views(self._poisoned, specs, sizes):
+            poison(t)
 
     def write(self, values: list[torch.Tensor]) -> None:
         for target, value in zip(self.tensors, values):
-            target.copy_(value)
+            _copy(target, value.to(target.dtype).contiguous())
 
     def poison(self) -> None:
-        for t in self.tensors:
-            poison(t)
+        _copy(self._whole, self._poisoned)
 
     def snapshot(self) -> bytes:
         return self._map[:self.size]
 
     def close(self) -> None:
         self.tensors.clear()
+        del self._whole
         with contextlib.suppress(BufferError):  # a view still alive somewhere: unmapped later
             self._map.close()
         self.path.unlink(missing_ok=True)
+
+
+def _views(whole: torch.Tensor, specs: list[Spec], sizes: list[int]) -> list[torch.Tensor]:
+    views, offset = [], 0
+    for (shape, dtype), size in zip(specs, sizes):
+        views.append(whole[offset:offset + size].view(getattr(torch, dtype)).reshape(shape))
+        offset += size
+    return views
+
+
+def _copy(target: torch.Tensor, source: torch.Tensor) -> None:
+    """memcpy on this thread (torch's copy_ may hand parts to its worker threads)."""
+    if target.nbytes != source.nbytes:
+        raise ValueError(f"{source.nbytes} bytes do not fit {target.nbytes}")
+    ctypes.memmove(target.data_ptr(), source.data_ptr(), target.nbytes)
 
 
 def work_root() -> str | None:

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from judge import report
 from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 from judge.problem import load_problem
 from judge.verdicts import Verdict
@@ -41,6 +42,10 @@ def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, defa
         assert t.time_ms > 0 and t.baseline_ms > 0 and t.samples >= 5
         assert t.speedup == pytest.approx(t.baseline_ms / t.time_ms)
         assert t.gbps > 0 and t.tflops > 0
+        assert t.floor_ms > 0  # an empty run_kernel, timed the same way
+    largest = max(result.tests, key=lambda t: t.params["n"])
+    assert largest.floor_ms < 0.5 * largest.time_ms, (largest.floor_ms, largest.time_ms)
+    assert "floor_us" in report.table(result)
     assert result.time_ms == pytest.approx(sum(t.time_ms for t in result.tests))
     assert result.speedup == pytest.approx(result.baseline_ms / result.time_ms)  # total_time
     assert result.score == pytest.approx(100 * result.speedup)

@@ -110,3 +110,50 @@ def test_raw_files_are_read_only_at_their_exact_size_and_never_through_a_link(tm
     (tmp_path / "link.raw").symlink_to(tmp_path / "out.raw")
     with pytest.raises(OSError):
         read_raw(str(tmp_path / "link.raw"), [(ctypes.addressof(target), 16)])
+    # a linked directory on the way (a run replacing its output folder) leads nowhere else
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "out").symlink_to(tmp_path, target_is_directory=True)
+    read_raw(str(tmp_path / "out.raw"), [(ctypes.addressof(target), 16)], within=str(tmp_path))
+    with pytest.raises(ValueError, match="leads out of"):
+        read_raw(str(scratch / "out" / "out.raw"), [(ctypes.addressof(target), 16)],
+                 within=str(scratch))
+
+
+def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp_path):
+    """Inputs converted to the file's dtype, outputs poisoned per dtype (NaN, minimum, True),
+    each by a copy the calling thread makes, so that the judge's writes land on its own CPU."""
+    import torch
+
+    from judge.shared import SharedTensors
+
+    shared = SharedTensors(tmp_path / "fresh.raw", [([2, 3], "float32"), ([5], "int32"),
+                                                    ([2], "bool")], writable_by_others=False)
+    try:
+        x = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+        shared.write([x, torch.tensor([1, 2, 3, 4, 5]), torch.tensor([False, True])])
+        assert torch.equal(shared.tensors[0], x.float())
+        assert shared.tensors[1].tolist() == [1, 2, 3, 4, 5]
+        shared.poison()
+        assert shared.tensors[0].isnan().all()
+        assert shared.tensors[1].eq(torch.iinfo(torch.int32).min).all()
+        assert shared.tensors[2].all()
+        with pytest.raises(ValueError):
+            shared.write([torch.zeros(7), torch.zeros(5), torch.zeros(2)])
+    finally:
+        shared.close()
+    assert not (tmp_path / "fresh.raw").exists()
+
+
+def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
+    import os
+
+    from judge.timing import on_cpus
+
+    before = os.sched_getaffinity(0)
+    one = {max(before)}
+    with on_cpus(one):
+        assert os.sched_getaffinity(0) == one
+    assert os.sched_getaffinity(0) == before
+    with on_cpus(None):
+        assert os.sched_getaffinity(0) == before

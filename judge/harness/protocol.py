@@ -26,10 +26,12 @@ Requests (fields besides `op` and `id`):
   prepare  fresh                 before a timed call on a GPU: the shared inputs (`fresh`) or the
                                  next loaded set, copied to the device, outputs poisoned, cache
                                  flushed
-  time     fresh                 one timed call: on what `prepare` readied, else (`fresh`, the CPU
+  time     fresh, empty          one timed call: on what `prepare` readied, else (`fresh`, the CPU
                                  device) on the shared tensors themselves, which the judge filled,
                                  poisoned and flushed around while the run was frozen; on a GPU the
-                                 outputs are copied back to the shared file after the call
+                                 outputs are copied back to the shared file after the call.
+                                 `empty`: of a run_kernel that does nothing, called the same way
+                                 (the floor of the timing, for the report only)
   exit                           the harness says {"ok": true, "bye": true} and ends
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
@@ -88,13 +90,19 @@ def write_raw(path: str, regions: list[Region]) -> None:
                 f.write(_memory(region))
 
 
-def read_raw(path: str, regions: list[Region]) -> None:
+def read_raw(path: str, regions: list[Region], within: str | None = None) -> None:
     """Fill `regions` from the raw file `path`, which must be a regular file of exactly their
-    total size (anything else is ValueError: never read past what the caller allocated)."""
+    total size (anything else is ValueError: never read past what the caller allocated) and,
+    with `within`, one that lies under that directory once opened (a linked directory on the
+    way cannot lead the reader elsewhere)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb", buffering=0) as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError(f"{path} is not a regular file")
+        if within is not None:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+            if not opened.startswith(os.path.realpath(within) + os.sep):
+                raise ValueError(f"{path} leads out of {within}")
         expected = sum(size for _, size in regions)
         if os.fstat(fd).st_size != expected:
             raise ValueError(f"{path} holds {os.fstat(fd).st_size} bytes, not {expected}")

@@ -293,6 +293,7 @@ function testsTable(tests) {
   return `<div class="scroll"><table><tr><th>test</th><th>verdict</th><th class="num">matched</th>
     <th class="num">max abs</th><th class="num">max rel</th><th class="hide-narrow">worst mismatches</th>
     <th class="num">time ms</th><th class="num">baseline ms</th><th class="num">speedup</th>
+    <th class="num hide-narrow" title="an empty run_kernel, timed like yours">floor µs</th>
     <th class="num hide-narrow">spread</th><th class="num hide-narrow">GB/s</th>
     <th class="num hide-narrow">TFLOP/s</th></tr>
     ${tests.map((t) => `<tr><td>${esc(t.name)}${t.sample === false ? ' <span class="muted">(secret)</span>' : ""}</td>
@@ -303,6 +304,7 @@ function testsTable(tests) {
         ${t.verdict && t.verdict !== "AC" && t.message ? `<div class="error">${esc(t.message.split("\n").slice(-3).join("\n"))}</div>` : ""}</td>
       <td class="num">${num(t.time_ms)}</td><td class="num">${num(t.baseline_ms)}</td>
       <td class="num">${num(t.speedup, 3)}</td>
+      <td class="num hide-narrow">${t.floor_ms != null ? num(1000 * t.floor_ms, 3) : "–"}</td>
       <td class="num hide-narrow">${t.rel_spread != null ? (100 * t.rel_spread).toFixed(1) + "%" : "–"}</td>
       <td class="num hide-narrow">${num(t.gbps)}</td><td class="num hide-narrow">${num(t.tflops)}</td></tr>`).join("")}
     </table></div>`;
@@ -320,7 +322,7 @@ function appliedPanel(r) {
     ["versions", esc(Object.entries(a.versions || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")],
     ["cache flush", a.timing_setup ? `${num(a.timing_setup.flush_bytes / 2 ** 20)} MiB`
       + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
-    ["empty call (floor)", a.timing_setup && a.timing_setup.empty_call_ms != null
+    ["clock overhead (a warm empty call)", a.timing_setup && a.timing_setup.empty_call_ms != null
       ? `${num(1000 * a.timing_setup.empty_call_ms)} µs` : "–"],
     ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
     ...Object.entries(a.gpu_memory || {}).map(([role, m]) => [`GPU memory, ${esc(role)}`,
