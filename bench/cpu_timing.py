@@ -155,9 +155,10 @@ def main() -> None:
         "",
         f"The judge's clock: in these honest judgings the submission's timed request exceeded "
         f"the baseline's overhead by at most {worst:.1f} µs (median of the paired rounds of one "
-        f"test point); an excess is charged above {timing.ALLOWANCE_MS * 1000:.0f} µs + "
-        f"{timing.ALLOWANCE_FRACTION:.0%} of the reported time when 3 standard errors above "
-        "zero.",
+        f"test point); on the CPU device, where each turn's CPU time is counted, it is charged "
+        f"only above {timing.BACKSTOP_MS * 1000:.0f} µs + {timing.BACKSTOP_FRACTION:.0%} of the "
+        f"reported time (the CPU time above {timing.ALLOWANCE_MS * 1000:.0f} µs + "
+        f"{timing.ALLOWANCE_FRACTION:.0%}), when 3 standard errors above zero.",
     ])
     print(block)
     write_section("cpu-timing", "CPU timing (issue 12)", block)

@@ -549,13 +549,12 @@ class Judging:
                 fresh_inputs.write([drawn[a.name] for a in self.problem.inputs])
 
             self.result.applied.setdefault("frozen_between_turns", True)
-            rounds = timing_loop.FreshRounds(write_inputs, outputs,
-                                             self.workdir / "kept" / test.name,
-                                             timing.checked_calls)
-            with timing_loop.on_cpus(self.contender_cpus and parse_cpus(self.contender_cpus)):
-                samples = timing_loop.interleave(request, freeze, timing, rounds,
-                                                 self.flusher.flush if self.flusher else None,
-                                                 cpu_meter)
+            rounds = timing_loop.FreshRounds(
+                write_inputs, outputs, self.workdir / "kept" / test.name, timing.checked_calls,
+                parse_cpus(self.contender_cpus) if self.contender_cpus else None)
+            samples = timing_loop.interleave(request, freeze, timing, rounds,
+                                             self.flusher.flush if self.flusher else None,
+                                             cpu_meter, floor_loader=self.language.loader)
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()

@@ -56,6 +56,27 @@ def test_differences_below_the_allowance_are_not_charged():
     assert not (result.charged_time or result.charged_prepare) and result.ms < 0.52
 
 
+def _with_cpu(got: Samples, unseen: float = 0.0) -> Samples:
+    """Each turn's CPU time: the report, the harness's own 0.05 ms, and `unseen` work."""
+    got.cpu = [ms + 0.05 + unseen for ms in got.reported]
+    return got
+
+
+def test_with_cpu_time_counted_the_judges_clock_is_a_backstop():
+    """On the CPU device two honest harnesses' requests differed by ~0.1 ms with no CPU time
+    behind it (scheduling): not charged. A lowered report still is, through the CPU time the
+    call used; and so is a wall-clock excess beyond the backstop."""
+    honest = charge(_with_cpu(samples(0.6, 0.12 + 0.1, 0.0, 1)),
+                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
+    assert not (honest.charged_time or honest.charged_cpu) and honest.ms < 0.62
+    forged = charge(_with_cpu(samples(0.4, 0.12 + 0.2, 0.0, 1), unseen=0.2),
+                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
+    assert forged.charged_cpu and forged.ms == pytest.approx(0.6, rel=0.03)
+    waited = charge(_with_cpu(samples(0.6, 0.12 + 1.0, 0.0, 1)),
+                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
+    assert waited.charged_time and waited.ms == pytest.approx(1.6, rel=0.03)
+
+
 class _Outputs:
     """Stands in for a contender's shared outputs: what it 'wrote' in the current round."""
 

@@ -448,17 +448,17 @@ class Harness:
         self.fn = self.check = None
 
     def load_kernel(self) -> None:
-        self.empty = empty_kernel(self.config["loader"], self.args)
         if self.config["loader"] == "native":
             self.fn, self.check = load_native(self.config["artifact"], self.args)
         else:
             self.fn = load_python(self.config["artifact"])
 
-    def call(self, inputs: InputSet, empty: bool = False) -> float:
+    def call(self, inputs: InputSet, empty: str | None = None) -> float:
         """One call of run_kernel on `inputs`: its time in milliseconds (see Device.time_call).
-        `empty`: of a run_kernel that does nothing instead (the floor)."""
+        `empty` (a loader): of a run_kernel that does nothing instead, loaded that way."""
         if empty:
-            return self.device.time_call(lambda: self.empty(*inputs.values))
+            fn = empty_kernel(empty, self.args)
+            return self.device.time_call(lambda: fn(*inputs.values))
         if self.recorder is None:
             ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
         else:
@@ -531,7 +531,7 @@ class Harness:
             else:
                 self.op_prepare({})
         inputs, self.prepared = self.prepared, None
-        ms = self.call(inputs, empty=bool(msg.get("empty")))
+        ms = self.call(inputs, empty=msg.get("empty"))
         if inputs.staged:
             inputs.stage_out()  # back to the shared file, after the clock stopped
         return {"ok": True, "ms": ms}

@@ -30,8 +30,9 @@ Requests (fields besides `op` and `id`):
                                  device) on the shared tensors themselves, which the judge filled,
                                  poisoned and flushed around while the run was frozen; on a GPU the
                                  outputs are copied back to the shared file after the call.
-                                 `empty`: of a run_kernel that does nothing, called the same way
-                                 (the floor of the timing, for the report only)
+                                 `empty` (a loader, "native" or "python"): of a run_kernel that
+                                 does nothing, called as that loader calls one (the floor of the
+                                 timing, for the report only; asked of the baseline's harness)
   exit                           the harness says {"ok": true, "bye": true} and ends
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
