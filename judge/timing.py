@@ -15,13 +15,13 @@ draw is complete only after the last call) is checked against the reference.
 The judge's own clock times every request from outside the sandbox. The harness's report is
 precise but lives in the contestant's process, so it can be forged; the judge's clock cannot, but
 carries the protocol's overhead, which the baseline's harness (the same code, no contestant code)
-measures. On the CPU device, where each turn's CPU time is counted (below), that exact meter charges hidden
-work and the judge's clock counts only beyond a wide backstop (BACKSTOP_MS).
-The time charged is the reported one unless the judge's clock shows significantly more
+measures. The time charged is the reported one unless the judge's clock shows significantly more
 — in the `time` request beyond the baseline's overhead, or in `prepare` beyond the baseline's
 `prepare` — and then that excess is charged in full: work moved out of the measured call, or a
 report lowered by patching the harness, costs what the judge saw. Below an allowance (see
 ALLOWANCE_MS) the judge's clock cannot tell a forgery from two processes' honest differences.
+On the CPU device, where each turn's CPU time is counted (below), that exact meter charges hidden
+work and the judge's clock counts only beyond a wider backstop (BACKSTOP_MS).
 
 Between its turns a contender is frozen whole (its cgroup's freezer), and on the CPU device both
 keep to the same CPUs: a thread the submission left running can neither slow the baseline down
