@@ -14,7 +14,6 @@ from pathlib import Path
 from judge import report
 from judge.device import DeviceUnavailable, detect, device_nodes
 from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
-from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 from judge.problem import ProblemError, load_problem
 from judge.server import commands
 from sandbox import BACKENDS, get_sandbox
@@ -39,6 +38,10 @@ def _load(path: str):
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    # here, not at the top: the judging imports torch (~2 s), which commands that do not judge
+    # (status, submit, leaderboard, ...) never need
+    from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+
     problem = _load(args.problem)
     source_path = Path(args.source)
     if not source_path.is_file():

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import torch
-
 
 @dataclass(frozen=True)
 class GpuModel:
@@ -206,6 +204,8 @@ print(json.dumps(found))
 @cache
 def _gpu_probe() -> dict:
     """The GPUs torch sees, from a child process (a CPU-only torch build sees none)."""
+    import torch  # here: commands that never look for a GPU do not pay for importing it
+
     if not torch.backends.cuda.is_built():
         return {"maca": False, "devices": []}
     try:

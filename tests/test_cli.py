@@ -148,3 +148,16 @@ def test_image_check_prints_the_versions_inside():
     for name in ("python", "torch", "triton", "tilelang", "g++", "nvcc"):
         assert name in out.stdout
     assert kjudge("image", "check", "kjudge-test:latest").returncode == 2  # not pinned
+
+
+def test_commands_that_do_not_judge_never_import_torch():
+    """`kjudge status`, `submit`, `leaderboard`, `export`, `user` and the problem commands start
+    without torch (~2 s to import): the CLI's own modules and the command's path stay clear of
+    it. Measured in a fresh interpreter, since this one has torch loaded."""
+    probe = ("import sys; from judge import cli; parser = cli.build_parser(); "
+             "parser.parse_args(['status', '1']); parser.parse_args(['leaderboard']); "
+             "print(sorted(m for m in ('torch', 'judge.pipeline') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
