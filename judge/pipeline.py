@@ -8,6 +8,7 @@ run. Timing happens only when every test point is AC.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -16,7 +17,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,6 +211,16 @@ class Judging:
             self.result.kernel_s = self.kernel_ms / 1000
         return self.result
 
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Add the wall time of the block to the phase `name` of the record."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            phases = self.result.phases
+            phases[name] = phases.get(name, 0.0) + time.monotonic() - started
+
     def _progress(self, state: State) -> None:
         if self.options.on_state:
             self.options.on_state(state)
@@ -220,7 +231,8 @@ class Judging:
             self.result.verdict, self.result.message = Verdict.RV, str(violation)
             return
         self._progress(State.COMPILING)
-        compiled = self._compile(self.language, self.source)
+        with self._phase("compile"):
+            compiled = self._compile(self.language, self.source)
         self.result.compile_log = compiled.log
         if not compiled.ok:
             self.result.verdict = Verdict.CE
@@ -245,33 +257,38 @@ class Judging:
         # The baseline starts first: it takes its device memory before any contestant code runs
         # (a submission hogging the GPU cannot make the judge fail), and loads while the
         # reference computes the expected outputs.
-        baseline = self._spawn_baseline() if self.options.timing else None
+        with self._phase("sandbox_start"):
+            baseline = self._spawn_baseline() if self.options.timing else None
         submission = None
         try:
-            cases = {t.name: self._cases(reference, t) for t in tests}
-            if baseline is not None:
+            with self._phase("reference"):
+                cases = {t.name: self._cases(reference, t) for t in tests}
+            with self._phase("sandbox_start"):
+                if baseline is not None:
+                    try:
+                        self._await_ready(baseline)
+                    except RunFailure as failure:
+                        raise ProblemRuntimeError(
+                            f"the baseline failed to load: {failure.message}") from None
                 try:
-                    self._await_ready(baseline)
+                    submission = self._start("submission", self.language, compiled.artifact)
                 except RunFailure as failure:
-                    raise ProblemRuntimeError(f"the baseline failed to load: {failure.message}") \
-                        from None
-            try:
-                submission = self._start("submission", self.language, compiled.artifact)
-            except RunFailure as failure:
-                self.result.verdict, self.result.message = failure.verdict, failure.message
-                self.result.tests = [self._report(t, None) for t in tests]
-                return
+                    self.result.verdict, self.result.message = failure.verdict, failure.message
+                    self.result.tests = [self._report(t, None) for t in tests]
+                    return
             self.result.applied["versions"] = submission.versions
             self.result.applied["timing_setup"] = submission.setup
             if self.flushes_from_outside:
                 self.result.applied["timing_setup"].update(
                     flush_bytes=self.device.flush_bytes,
                     flush_by="a process of the judge on the contenders' CPUs")
-            self._check_all(submission, tests, cases)
+            with self._phase("correctness"):
+                self._check_all(submission, tests, cases)
             self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
                                                    if t.verdict])
             if self.result.verdict is Verdict.AC and baseline is not None:
-                self._time_all(submission, baseline, tests, cases)
+                with self._phase("timing"):
+                    self._time_all(submission, baseline, tests, cases)
         finally:
             if submission is not None:
                 self.result.peak_memory_mb = round(submission.proc.peak_memory_mb(), 1)

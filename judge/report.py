@@ -40,6 +40,10 @@ def table(result: JudgeResult) -> str:
         f"time {_num(result.time_ms)} ms  memory {_num(result.peak_memory_mb)} MB  "
         f"language {result.language}  wall {result.wall_s:.1f} s"
     )
+    if result.phases:
+        lines.append("phases: " + ", ".join(f"{name} {seconds:.2f} s"
+                                            for name, seconds in result.phases.items())
+                     + f"; judge overhead {result.overhead_s:.2f} s of {result.wall_s:.2f} s")
     if result.message:
         lines.append(result.message.strip())
     if result.verdict.value == "CE" and result.compile_log:

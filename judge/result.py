@@ -73,6 +73,14 @@ class JudgeResult:
     applied: dict = field(default_factory=dict)  # what actually ran: device, sandbox, versions
     wall_s: float = 0.0
     kernel_s: float = 0.0  # time spent inside run_kernel and the baseline, all calls
+    # where the wall time went, in seconds: compile, sandbox_start, reference, correctness,
+    # timing (the judging); queue_wait and store (added by the service)
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def overhead_s(self) -> float:
+        """The judge's own share of the wall time: all but the calls of the two kernels."""
+        return max(self.wall_s - self.kernel_s, 0.0)
 
     @property
     def accepted(self) -> bool:

@@ -46,6 +46,10 @@ def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, defa
     largest = max(result.tests, key=lambda t: t.params["n"])
     assert largest.floor_ms < 0.5 * largest.time_ms, (largest.floor_ms, largest.time_ms)
     assert "floor_us" in report.table(result)
+    phases = result.phases  # where the wall time went, for organizers
+    assert set(phases) == {"compile", "sandbox_start", "reference", "correctness", "timing"}
+    assert all(s >= 0 for s in phases.values()) and sum(phases.values()) <= result.wall_s
+    assert 0 < result.overhead_s < result.wall_s and "judge overhead" in report.table(result)
     assert result.time_ms == pytest.approx(sum(t.time_ms for t in result.tests))
     assert result.speedup == pytest.approx(result.baseline_ms / result.time_ms)  # total_time
     assert result.score == pytest.approx(100 * result.speedup)
