@@ -191,6 +191,7 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         submission = judging.submission
         source, language = submission.source, submission.language
         problem_path = submission.problem.path
+        waited = _seconds_between(judging.queued_at, judging.started_at)
 
     def on_state(state: State) -> None:
         with db.session(config.database_url) as s:
@@ -213,9 +214,20 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         "speedup": _number(result.speedup), "time_ms": _number(result.time_ms),
         "peak_memory_mb": _number(result.peak_memory_mb),
         "tests": data["tests"], "compile_log": data["compile_log"], "message": data["message"],
-        "flags": data["flags"], "applied": data["applied"],
+        "flags": data["flags"],
+        # where the time went (queue wait, then the judging's own phases), for organizers
+        "applied": {**data["applied"], "overhead_s": round(result.overhead_s, 3),
+                    "phases": {name: round(seconds, 3) for name, seconds in
+                               {"queue_wait": waited, **result.phases}.items()
+                               if seconds is not None}},
         "problem_version": result.problem_version, "judge_version": __version__,
     }
+
+
+def _seconds_between(earlier, later) -> float | None:
+    if earlier is None or later is None:
+        return None
+    return max((service._aware(later) - service._aware(earlier)).total_seconds(), 0.0)
 
 
 def _number(value: float | None) -> float | None:

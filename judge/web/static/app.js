@@ -324,6 +324,9 @@ function appliedPanel(r) {
       + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
     ["clock overhead (a warm empty call)", a.timing_setup && a.timing_setup.empty_call_ms != null
       ? `${num(1000 * a.timing_setup.empty_call_ms)} µs` : "–"],
+    ["where the time went", a.phases ? esc(Object.entries(a.phases).map(([k, v]) =>
+      `${k.replace("_", " ")} ${num(v, 3)} s`).join(", ")) + (a.overhead_s != null
+      ? ` <span class="muted">(judge overhead ${num(a.overhead_s, 3)} s)</span>` : "") : "–"],
     ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
     ...Object.entries(a.gpu_memory || {}).map(([role, m]) => [`GPU memory, ${esc(role)}`,
       `peak ${num(m.peak_mb)} MiB` + (m.limit_mb ? ` of ${num(m.limit_mb)} MiB` : "")]),
