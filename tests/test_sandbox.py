@@ -272,8 +272,10 @@ def test_a_frozen_run_does_not_progress_until_thawed(sandbox, tmp_path):
     tmp_path.chmod(0o777)
     mount = Mount(tmp_path, "/kj/scratch", writable=True)
     counter = sandbox.path(mount, "count")
-    proc = sandbox.spawn(["/bin/sh", "-c", f"i=0; while true; do i=$((i+1)); echo $i > {counter};"
-                          " sleep 0.005; done"], mounts=[mount], cwd=mount, env={},
+    # written aside and renamed: a run frozen between truncating and writing leaves no empty file
+    proc = sandbox.spawn(["/bin/sh", "-c", f"i=0; while true; do i=$((i+1)); echo $i > {counter}.new;"
+                          f" mv {counter}.new {counter}; sleep 0.005; done"], mounts=[mount],
+                         cwd=mount, env={},
                          limits=SandboxLimits(memory_mb=256), protocol=False)
     count = tmp_path / "count"
 

@@ -77,6 +77,15 @@ def test_with_cpu_time_counted_the_judges_clock_is_a_backstop():
     assert waited.charged_time and waited.ms == pytest.approx(1.6, rel=0.03)
 
 
+def test_an_honest_runs_slow_turns_are_not_hidden_work():
+    """The CPU view is a mean over the turns: an honest run whose every fifth turn the host
+    slowed by 1 ms sits 0.2 ms above its median report there, which is no forgery."""
+    sub = samples(0.5, 0.12, 0.0, 1)
+    sub.reported = [ms + (1.0 if i % 5 == 0 else 0.0) for i, ms in enumerate(sub.reported)]
+    result = charge(_with_cpu(sub), _with_cpu(samples(0.15, 0.12, 0.0, 2)))
+    assert not result.charged_cpu and result.ms < 0.52
+
+
 class _Outputs:
     """Stands in for a contender's shared outputs: what it 'wrote' in the current round."""
 
