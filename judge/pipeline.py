@@ -192,6 +192,7 @@ class Judging:
         }
         self.kernel_ms = 0.0
         self.contender_cpus = contender_cpus(device)
+        self.contender_cpu_set = parse_cpus(self.contender_cpus) if self.contender_cpus else None
         if self.contender_cpus is not None:
             self.result.applied["contender_cpus"] = self.contender_cpus
         if not sandbox.isolates_filesystem:
@@ -568,7 +569,7 @@ class Judging:
             self.result.applied.setdefault("frozen_between_turns", True)
             rounds = timing_loop.FreshRounds(
                 write_inputs, outputs, self.workdir / "kept" / test.name, timing.checked_calls,
-                parse_cpus(self.contender_cpus) if self.contender_cpus else None)
+                self.contender_cpu_set)
             samples = timing_loop.interleave(request, freeze, timing, rounds,
                                              self.flusher.flush if self.flusher else None,
                                              cpu_meter, floor_loader=self.language.loader)
@@ -610,8 +611,7 @@ class Judging:
     def _cpu_meter(self, by_role: dict[str, Contender]):
         """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
         with one CPU per contender (more would count a parallel call several times over)."""
-        cpus = self.contender_cpus
-        if cpus is None or len(parse_cpus(cpus)) != 1:
+        if self.contender_cpu_set is None or len(self.contender_cpu_set) != 1:
             return None
         return lambda role: by_role[role].proc.cpu_ns()
 

@@ -48,11 +48,9 @@ from judge.shared import SharedTensors
 
 # An excess is charged when it is this many standard errors above zero (the two contenders'
 # samples paired round by round) and above an allowance: two honest harness processes differ
-# systematically by up to a few tens of microseconds per request on a busy 2-core VM, which the
-# judge cannot tell from a forgery of that size. With the cache flushed from outside and the
-# inputs in shared memory (a CPU timed request is the call alone), honest C++ and PyTorch
-# submissions showed excesses up to ~0.05 ms (bench/cpu_timing.py, BENCHMARKS.md); in-process
-# flushing had shown up to 0.1 ms.
+# systematically by tens of microseconds per request on a busy 2-core VM, which the judge
+# cannot tell from a forgery of that size (on the CPU device up to ~0.1 ms: see BACKSTOP_MS,
+# bench/cpu_timing.py). On a GPU, where the allowance applies to the clock, it is not measured yet.
 SIGNIFICANCE = 3.0
 ALLOWANCE_MS = 0.05
 ALLOWANCE_FRACTION = 0.05  # of the reported time
@@ -78,7 +76,7 @@ class Samples:
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
     prepare_rt: list[float] = field(default_factory=list)  # by the judge, around `prepare`
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
-    floor: list[float] = field(default_factory=list)  # reported for an empty run_kernel
+    floor: list[float] = field(default_factory=list)  # an empty run_kernel (baseline's harness)
 
     @property
     def overhead(self) -> list[float]:
@@ -146,10 +144,9 @@ def charge(sub: Samples, base: Samples) -> Charge:
     time_excess, time_z = _excess(sub.overhead, base.overhead)
     prepare_excess, prepare_z = (_excess(sub.prepare_rt, base.prepare_rt) if sub.prepare_rt
                                  else (0.0, 0.0))
-    # CPU time over each turn (read while the run is frozen, so exact): work a thread did after
-    # the reply, before the freeze, shows there and nowhere else
-    # Against the median report, not each turn's own: work a thread left running that spills
-    # into the next call inflates that call's report too, which the median passes over
+    # CPU time over each turn (read while the run is frozen, so exact), against the median
+    # report rather than each turn's own: work a thread did after the reply shows only there,
+    # and what spills into the next call inflates that call's report, which the median ignores
     counted = len(sub.cpu) == len(sub.reported) > 0 and len(base.cpu) == len(base.reported)
     cpu_excess, cpu_z = (_mean_excess([cpu - reported for cpu in sub.cpu], base.cpu_overhead)
                          if counted else (0.0, 0.0))
@@ -261,6 +258,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             request("baseline", "prepare", fresh=True)
         got.floor.append(request("baseline", "time", fresh=True, empty=floor_loader)["ms"])
         freeze("baseline", True)
+
     for role in roles:
         freeze(role, True)
     started = time.monotonic()

@@ -62,8 +62,11 @@ def test_harness_imports_only_stdlib_and_torch():
     allowed = set(sys.stdlib_module_names) | {"torch", "triton", "tilelang"} | siblings
     for file in HARNESS.glob("*.py"):
         tree = ast.parse(file.read_text())
+        # `except ImportError: from judge.harness import protocol` (run outside a sandbox)
         fallbacks = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
-                     for h in t.handlers for n in ast.walk(h)}  # `except ImportError:` paths
+                     for h in t.handlers if ast.unparse(h.type or ast.Name("")) == "ImportError"
+                     for n in ast.walk(h) if isinstance(n, ast.ImportFrom)
+                     and n.module == "judge.harness"}
         for node in ast.walk(tree):
             if id(node) in fallbacks:
                 continue

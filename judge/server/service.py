@@ -38,6 +38,13 @@ class ServiceError(Exception):
         self.message = message
 
 
+def seconds_between(earlier: datetime | None, later: datetime | None) -> float | None:
+    """Seconds from one stored moment to another (None when either is missing)."""
+    if earlier is None or later is None:
+        return None
+    return max((_aware(later) - _aware(earlier)).total_seconds(), 0.0)
+
+
 def _aware(moment: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes: they are UTC."""
     if moment is not None and moment.tzinfo is None:

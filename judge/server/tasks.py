@@ -191,7 +191,7 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         submission = judging.submission
         source, language = submission.source, submission.language
         problem_path = submission.problem.path
-        waited = _seconds_between(judging.queued_at, judging.started_at)
+        waited = service.seconds_between(judging.queued_at, judging.started_at)
 
     def on_state(state: State) -> None:
         with db.session(config.database_url) as s:
@@ -222,12 +222,6 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
                                if seconds is not None}},
         "problem_version": result.problem_version, "judge_version": __version__,
     }
-
-
-def _seconds_between(earlier, later) -> float | None:
-    if earlier is None or later is None:
-        return None
-    return max((service._aware(later) - service._aware(earlier)).total_seconds(), 0.0)
 
 
 def _number(value: float | None) -> float | None:
