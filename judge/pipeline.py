@@ -195,6 +195,10 @@ class Judging:
         self.contender_cpu_set = parse_cpus(self.contender_cpus) if self.contender_cpus else None
         if self.contender_cpus is not None:
             self.result.applied["contender_cpus"] = self.contender_cpus
+        # where the judge draws the next round's inputs during a round: CPUs that no contender
+        # uses (none on a one-CPU host, where drawing waits for the round instead)
+        self.judge_cpu_set = (os.sched_getaffinity(0) - self.contender_cpu_set
+                              if self.contender_cpu_set else None) or None
         if not sandbox.isolates_filesystem:
             self.result.flags.append(f"judged in the {sandbox.name} sandbox, which isolates "
                                      "neither files nor network: not for untrusted code")
@@ -562,17 +566,20 @@ class Judging:
                 if not by_role[role].proc.freeze(frozen):
                     self.result.applied["frozen_between_turns"] = False
 
-            def write_inputs(index: int) -> None:
+            def draw_inputs(index: int) -> list:
                 drawn = self.reference.inputs(test, self._round_seed(test, index))
-                fresh_inputs.write([drawn[a.name] for a in self.problem.inputs])
+                return [drawn[a.name] for a in self.problem.inputs]
 
             self.result.applied.setdefault("frozen_between_turns", True)
             rounds = timing_loop.FreshRounds(
-                write_inputs, outputs, self.workdir / "kept" / test.name, timing.checked_calls,
-                self.contender_cpu_set)
-            samples = timing_loop.interleave(request, freeze, timing, rounds,
-                                             self.flusher.flush if self.flusher else None,
-                                             cpu_meter, floor_loader=self.language.loader)
+                draw_inputs, fresh_inputs.write, outputs, self.workdir / "kept" / test.name,
+                timing.checked_calls, self.contender_cpu_set, self.judge_cpu_set)
+            try:
+                samples = timing_loop.interleave(request, freeze, timing, rounds,
+                                                 self.flusher.flush if self.flusher else None,
+                                                 cpu_meter, floor_loader=self.language.loader)
+            finally:
+                rounds.close()
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()

@@ -39,6 +39,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,15 +170,23 @@ class FreshRounds:
     """The rounds of one test point: fresh inputs and poisoned outputs before each, outputs read
     after each contender's turn, and a uniformly random subset of `keep` rounds kept.
 
-    `write_inputs(index)` writes round `index`'s inputs where both contenders read them (on
-    `cpus`, the contenders' CPUs, where given);
-    `outputs[role]` is that contender's output tensors, shared with it (judge/shared.py); kept
-    outputs are written to `kept_dir`, which no sandbox mounts.
+    `draw(index)` draws round `index`'s inputs (in the judge's memory, which no contender maps)
+    and `write(drawn)` writes them where both contenders read them (on `cpus`, the contenders'
+    CPUs, where given); `outputs[role]` is that contender's output tensors, shared with it
+    (judge/shared.py); kept outputs are written to `kept_dir`, which no sandbox mounts.
+
+    With `ahead_cpus` (CPUs the contenders do not use) the next round's inputs are drawn there
+    while the current round's turns run: drawing is most of a round's cost for large inputs
+    (~8 ms per million normal floats here), and it then leaves the timed turns' CPUs alone. The
+    drawn inputs stay in the judge's memory until their round begins, so no contender sees a
+    round's inputs before it.
     """
 
-    def __init__(self, write_inputs: Callable[[int], None], outputs: dict[str, SharedTensors],
-                 kept_dir: Path, keep: int, cpus: set[int] | None = None):
-        self.write_inputs = write_inputs
+    def __init__(self, draw: Callable[[int], object], write: Callable[[object], None],
+                 outputs: dict[str, SharedTensors], kept_dir: Path, keep: int,
+                 cpus: set[int] | None = None, ahead_cpus: set[int] | None = None):
+        self.draw = draw
+        self.write = write
         self.cpus = cpus  # where the writes are made (see on_cpus)
         self.outputs = outputs
         self.kept_dir = kept_dir
@@ -186,6 +195,9 @@ class FreshRounds:
         self.slots: dict[int, int] = {}  # reservoir slot -> round index
         self._slot: int | None = None  # where the current round goes, if kept
         self._random = random.SystemRandom()  # its state cannot be inferred from the draws
+        self.ahead_cpus = ahead_cpus
+        self._ahead = ThreadPoolExecutor(1, "kjudge-draw") if ahead_cpus else None
+        self._next: Future | None = None  # the next round's inputs, being drawn
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
@@ -196,10 +208,23 @@ class FreshRounds:
         self._slot = pick if pick < self.keep else None
         if self._slot is not None:
             self.slots[self._slot] = index
+        drawn = self._next.result() if self._next is not None else self.draw(index)
         with on_cpus(self.cpus):
-            self.write_inputs(index)
+            self.write(drawn)
             for shared in self.outputs.values():
                 shared.poison()
+        if self._ahead is not None:
+            self._next = self._ahead.submit(self._draw_ahead, index + 1)
+
+    def _draw_ahead(self, index: int):
+        os.sched_setaffinity(0, self.ahead_cpus)  # this thread: off the contenders' CPUs
+        return self.draw(index)
+
+    def close(self) -> None:
+        """Stop drawing ahead (the last round drawn ahead is never used)."""
+        if self._ahead is not None:
+            self._ahead.shutdown(wait=True, cancel_futures=True)
+            self._ahead, self._next = None, None
 
     def end(self, role: str) -> None:
         """After `role`'s turn (frozen again): keep what it wrote if the round is kept."""

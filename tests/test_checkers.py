@@ -107,3 +107,19 @@ def test_reports_with_nan_serialize_as_standard_json():
     text = json.dumps(report.to_dict(), allow_nan=False)
     assert '"got": "NaN"' in text and '"max_rel_err": "Infinity"' in text
     assert json_safe([-float("inf")]) == ["-Infinity"]
+
+
+def test_the_identical_output_shortcut_reports_what_the_full_comparison_does():
+    """An output equal to the reference skips the float64 pass; its report is the same as the
+    full comparison's (here forced by one element off and back within tolerance)."""
+    ref = torch.tensor([1.0, -0.0, float("inf"), float("-inf"), 3.5])
+    quick = allclose(ref.clone(), ref, rtol=1e-5, atol=1e-6, matched_ratio=0.99)
+    near = ref.clone()
+    near[0] = 1.0 + 1e-7  # within tolerance: the same verdict, by the full path
+    full = allclose(near, ref, rtol=1e-5, atol=1e-6, matched_ratio=0.99)
+    for key in ("passed", "matched_ratio", "mismatches", "total", "nan_count", "inf_count",
+                "worst", "message"):
+        assert getattr(quick, key) == getattr(full, key), key
+    assert quick.max_abs_err == quick.max_rel_err == 0.0
+    with_nan = torch.tensor([float("nan"), 1.0])  # NaN equals nothing: the full path matches it
+    assert allclose(with_nan.clone(), with_nan, rtol=0, atol=0, matched_ratio=1.0).passed

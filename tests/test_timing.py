@@ -110,7 +110,8 @@ def test_the_checked_rounds_are_a_uniform_draw_made_after_the_last_call(tmp_path
     counts: Counter[int] = Counter()
     for trial in range(trials):
         outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-        fresh = FreshRounds(lambda index: None, outputs, tmp_path / str(trial), keep)
+        fresh = FreshRounds(lambda index: index, lambda drawn: None, outputs, tmp_path / str(trial),
+                            keep)
         for _ in range(rounds):
             fresh.begin()
             for role in outputs:
@@ -187,3 +188,32 @@ def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
     assert os.sched_getaffinity(0) == before
     with on_cpus(None):
         assert os.sched_getaffinity(0) == before
+
+
+def test_inputs_drawn_ahead_are_each_rounds_own_and_drawn_off_the_contenders_cpus(tmp_path):
+    """The next round's inputs are drawn while the current round runs, on CPUs the contenders do
+    not use; each round still writes exactly its own draw, and nothing is drawn twice."""
+    import os
+    import threading
+
+    from judge.timing import FreshRounds
+
+    cpus = sorted(os.sched_getaffinity(0))
+    ahead = {cpus[0]}
+    drawn_on, written = {}, []
+
+    def draw(index):
+        drawn_on[index] = (threading.get_ident(), os.sched_getaffinity(0))
+        return f"inputs of round {index}"
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    fresh = FreshRounds(draw, written.append, outputs, tmp_path, 2, ahead_cpus=ahead)
+    for _ in range(5):
+        fresh.begin()
+    fresh.close()
+    assert written == [f"inputs of round {i}" for i in range(5)]
+    assert set(range(5)) <= set(drawn_on) <= set(range(6))  # round 5 unused (or cancelled)
+    assert drawn_on[0][0] == threading.get_ident()  # the first round cannot be drawn ahead
+    assert all(drawn_on[i][0] != threading.get_ident() and drawn_on[i][1] == ahead
+               for i in set(drawn_on) - {0})
+    assert os.sched_getaffinity(0) == set(cpus)  # the judge's own thread is left as it was
