@@ -16,6 +16,7 @@ from judge.device import DeviceUnavailable, detect, device_nodes
 from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
 from judge.problem import ProblemError, load_problem
 from judge.server import commands
+from judge.warm import Slot, startup_env
 from sandbox import BACKENDS, get_sandbox
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -38,10 +39,6 @@ def _load(path: str):
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    # here, not at the top: the judging imports torch (~2 s), which commands that do not judge
-    # (status, submit, leaderboard, ...) never need
-    from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
-
     problem = _load(args.problem)
     source_path = Path(args.source)
     if not source_path.is_file():
@@ -51,11 +48,23 @@ def cmd_judge(args: argparse.Namespace) -> int:
         language = get_language(args.lang) if args.lang else infer_language(source_path, source)
         device = detect(args.device)
         sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
-        options = JudgeOptions(seed=args.seed, timing=not args.no_timing)
+    except (UnknownLanguage, DeviceUnavailable, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+    # the harnesses import torch while this process does the same (~2 s each)
+    slot = Slot.start(sandbox, startup_env(sandbox, device))
+    try:
+        # here, not at the top: the judging imports torch, which commands that do not judge
+        # (status, submit, leaderboard, ...) never need
+        from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+
+        options = JudgeOptions(seed=args.seed, timing=not args.no_timing, slot=slot)
         result = judge_source(problem, source, language=language, device=device,
                               sandbox=sandbox, options=options)
-    except (UnknownLanguage, DeviceUnavailable, SubmissionRejected, NotRunnable, ValueError) as exc:
+    except (SubmissionRejected, NotRunnable, ValueError) as exc:
         raise BadInput(str(exc)) from None
+    finally:
+        if not slot.taken:
+            slot.close()
     result.requested = {"language": args.lang or "inferred", "device": args.device or "auto",
                         "sandbox": args.sandbox}
     if args.csv:

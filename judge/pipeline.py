@@ -9,13 +9,11 @@ run. Timing happens only when every test point is AC.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import secrets
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ import judge
 from checkers import CheckReport, get_checker, merge
 from judge import exprs, scoring
 from judge import timing as timing_loop
-from judge.device import DeviceInfo, visible_device_env
+from judge.device import DeviceInfo
 from judge.flusher import CacheFlusher
 from judge.harness import protocol
 from judge.languages import Language, get_language, infer_language
@@ -35,9 +33,18 @@ from judge.problem import Problem, TestPoint
 from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.result import JudgeResult, TestReport
 from judge.rules import check_rules, operator_rule
-from judge.shared import SharedTensors, work_root
+from judge.shared import SharedTensors
 from judge.telemetry import GpuMemoryWatch, gpu_state
 from judge.verdicts import State, Verdict, overall_verdict
+from judge.warm import (
+    CPU_THREADS,
+    Slot,
+    SlotPool,
+    WarmHarness,
+    contender_cpus,
+    run_device_env,
+    startup_env,
+)
 from sandbox import (
     Mount,
     ProtocolError,
@@ -48,7 +55,6 @@ from sandbox import (
 )
 from sandbox.base import parse_cpus
 
-HARNESS_DIR = Path(protocol.__file__).parent
 STARTUP_GRACE_S = 90.0  # interpreter, torch and language package imports
 IMPLAUSIBLE_SPEEDUP = 10.0
 # The judge's clock charges any significant excess; above this fraction of the reported time it
@@ -61,9 +67,6 @@ JIT_COMPILER_MB = 2048
 # Device memory of a submission's process when the problem sets none: the baseline, started
 # first, and the judge's own reference share the rest.
 DEFAULT_GPU_MEMORY_SHARE = 0.4
-# Threads each contender may use on the CPU device: one keeps timings reproducible on shared
-# hosts, where a second busy core would slow a multi-threaded baseline at random.
-CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
 
 
 class SubmissionRejected(ValueError):
@@ -80,6 +83,10 @@ class JudgeOptions:
     timing: bool = True
     tests: list[str] | None = None  # only these test points (self-tests, debugging)
     on_state: Callable[[State], None] | None = None  # progress: COMPILING, then RUNNING
+    # where the judging's harnesses come from: a slot started ahead for it (`kjudge judge`
+    # starts one before importing torch), else a worker's pool, else one started now
+    slot: Slot | None = None
+    pool: SlotPool | None = None
 
 
 class RunFailure(Exception):
@@ -102,6 +109,7 @@ class Contender:
     jit: bool = False  # compiles at the first call of each new shape: warmed before the checks
     warmed: set[str] = field(default_factory=set)  # test points already called once
     gpu_watch: GpuMemoryWatch | None = None  # device memory of the process tree (NVIDIA)
+    warm: WarmHarness | None = None  # the slot's harness this process was started as
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -180,10 +188,7 @@ class Judging:
         self.sandbox = sandbox
         self.options = options
         self.secret = options.seed if options.seed is not None else secrets.randbits(63)
-        self.workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-", dir=work_root()))
-        self.workdir.chmod(0o755)
-        self.inputs_mount = Mount(self.workdir / "inputs", "/kj/inputs")
-        self.inputs_mount.host.mkdir()  # mounted into the baseline before the inputs are written
+        self.slot: Slot | None = None  # taken in run(): its processes serve this judging only
         self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
         self.result.applied = {
             "device": device.torch_name, "device_kind": device.kind, "device_model": device.model,
@@ -211,7 +216,8 @@ class Judging:
         except ProblemRuntimeError as exc:
             self.result.verdict, self.result.message = Verdict.SE, f"problem error: {exc}"
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.slot is not None:
+                self.slot.close()  # its processes, and the job directory with them
             self.result.wall_s = time.monotonic() - started
             self.result.kernel_s = self.kernel_ms / 1000
         return self.result
@@ -230,11 +236,37 @@ class Judging:
         if self.options.on_state:
             self.options.on_state(state)
 
+    def _take_slot(self) -> Slot:
+        env = startup_env(self.sandbox, self.device)
+        options = self.options
+        if options.slot is not None and options.slot.env == env and not options.slot.taken:
+            slot, options.slot.taken = options.slot, True
+        elif options.pool is not None:
+            slot = options.pool.take(env)
+        else:
+            slot = Slot.start(self.sandbox, env, ahead=False)
+        self.result.applied["warm_start"] = slot.ahead
+        return slot
+
+    @property
+    def workdir(self) -> Path:
+        return self.slot.workdir
+
+    @property
+    def inputs_mount(self) -> Mount:
+        return self.slot.inputs
+
+    def _quiet(self):
+        """While timing: the worker's next slot, warming up, is frozen."""
+        return self.options.pool.quiet() if self.options.pool else contextlib.nullcontext()
+
     def _run(self) -> None:
         violation = check_rules(self.source, self.language.name, self.spec.rules)
         if violation:
             self.result.verdict, self.result.message = Verdict.RV, str(violation)
             return
+        with self._phase("sandbox_start"):
+            self.slot = self._take_slot()  # started ahead: they warm up while this compiles
         self._progress(State.COMPILING)
         with self._phase("compile"):
             compiled = self._compile(self.language, self.source)
@@ -259,11 +291,13 @@ class Judging:
         largest = max(math.prod(spec["shape"]) * getattr(torch, spec["dtype"]).itemsize
                       for t in tests for spec in reference.output_specs(t).values())
         self.file_size_mb = max(64, math.ceil(4 * largest / 2**20))
-        # The baseline starts first: it takes its device memory before any contestant code runs
+        # The baseline loads first: it takes its device memory before any contestant code runs
         # (a submission hogging the GPU cannot make the judge fail), and loads while the
         # reference computes the expected outputs.
         with self._phase("sandbox_start"):
             baseline = self._spawn_baseline() if self.options.timing else None
+            if baseline is None:
+                self.slot.harnesses["baseline"].proc.close()  # no timing: no baseline
         submission = None
         try:
             with self._phase("reference"):
@@ -292,7 +326,7 @@ class Judging:
             self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
                                                    if t.verdict])
             if self.result.verdict is Verdict.AC and baseline is not None:
-                with self._phase("timing"):
+                with self._phase("timing"), self._quiet():
                     self._time_all(submission, baseline, tests, cases)
         finally:
             if submission is not None:
@@ -365,20 +399,20 @@ class Judging:
         return self.device.kind == "cpu"
 
     def _spawn(self, role: str, language: Language, artifact: Path) -> Contender:
-        """Start a harness process for the submission or the baseline (not waiting for it)."""
-        root = self.workdir / role
-        (root / "sub").mkdir(parents=True)
-        (root / "scratch").mkdir()
-        (root / "scratch").chmod(0o777)
-        shutil.copy2(artifact, root / "sub" / artifact.name)
-        sub = Mount(root / "sub", "/kj/sub")
-        scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
-        harness = Mount(HARNESS_DIR, "/kj/harness")
-        device_env, run_device = run_device_env(self.sandbox, self.device)
+        """Hand the slot's harness for `role` its artifact, limits and config (not waiting for
+        it to load)."""
+        warm = self.slot.harnesses[role]
+        shutil.copy2(artifact, warm.sub.host / artifact.name)
+        _device_env, run_device = run_device_env(self.sandbox, self.device)
         gpu_limit = self.gpu_memory_limit_bytes if role == "submission" else None
+        jit = self.device.kind in language.jit_devices
+        # a JIT compiles inside this process tree (TileLang runs nvcc): room for the compiler
+        memory_mb = self.spec.limits.memory_mb + (JIT_COMPILER_MB if jit else 0)
+        limits = SandboxLimits(memory_mb=memory_mb, output_bytes=self.spec.limits.output_kb * 1024,
+                               file_size_mb=self.file_size_mb, cpus=self.contender_cpus)
         config = {
             "loader": language.loader,
-            "artifact": self.sandbox.path(sub, artifact.name),
+            "artifact": self.sandbox.path(warm.sub, artifact.name),
             "args": [a.model_dump() for a in self.spec.signature],
             "device": run_device,
             "flush_bytes": 0 if self.flushes_from_outside else self.device.flush_bytes,
@@ -387,29 +421,30 @@ class Judging:
             # the problem's allow-list at run time (the baseline is the organizer's own code)
             "operator_rule": (operator_rule(language.name, self.spec.rules)
                               if role == "submission" else None),
+            "env": language.runtime_env(self.device),
+            "cpus": sorted(self.contender_cpu_set) if self.contender_cpu_set else None,
+            "file_size_bytes": self.file_size_mb * 2**20,
         }
-        (root / "sub" / "config.json").write_text(json.dumps(config))
-        argv = [self.sandbox.python, "-E", "-s", "-B", self.sandbox.path(harness, "main.py"),
-                self.sandbox.path(sub, "config.json")]
-        jit = self.device.kind in language.jit_devices
-        # a JIT compiles inside this process tree (TileLang runs nvcc): room for the compiler
-        memory_mb = self.spec.limits.memory_mb + (JIT_COMPILER_MB if jit else 0)
-        limits = SandboxLimits(memory_mb=memory_mb, output_bytes=self.spec.limits.output_kb * 1024,
-                               file_size_mb=self.file_size_mb, cpus=self.contender_cpus)
-        env = {"KJUDGE_DEVICE": self.device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
-               **device_env, **language.runtime_env(self.device)}
-        if self.device.kind != "cpu" and self.sandbox.host_system and "LD_LIBRARY_PATH" in os.environ:
-            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
-        proc = self.sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs_mount], cwd=scratch,
-                                  env=env, limits=limits)
-        contender = Contender(role, proc, scratch, self.sandbox, jit=jit)
+        contender = Contender(role, warm.proc, warm.scratch, self.sandbox, jit=jit, warm=warm)
+        try:
+            warm.proc.adjust(limits)
+            warm.proc.send(protocol.request("config", config=config))
+        except (OSError, ProtocolError) as exc:
+            contender.close()
+            raise ProblemRuntimeError(f"the {role}'s sandbox could not be set up: {exc}") from None
         # device memory is watched from here, outside the sandbox; over its limit the run dies
-        contender.gpu_watch = GpuMemoryWatch.start(self.device, proc.pids, gpu_limit, proc.kill)
+        contender.gpu_watch = GpuMemoryWatch.start(self.device, warm.proc.pids, gpu_limit,
+                                                   warm.proc.kill)
         return contender
 
     def _await_ready(self, contender: Contender) -> None:
         """Wait for the harness, then for the source to load; failures close the process."""
         try:
+            try:
+                contender.warm.await_warm(STARTUP_GRACE_S)  # torch imported, if not yet seen
+            except ProtocolError as exc:
+                raise RunFailure(Verdict.SE, f"the harness did not start: {exc}; "
+                                             f"{contender.proc.log()[-2000:]}") from None
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":
                 raise RunFailure(Verdict.SE, f"unexpected harness greeting {harness_up}")
@@ -696,26 +731,6 @@ class Judging:
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
             speedup) else 0.0
-
-
-def contender_cpus(device: DeviceInfo) -> str | None:
-    """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the last
-    ones this judge may use (the judge and the services keep the rest), or KJUDGE_CONTENDER_CPUS.
-    A helper thread of the submission then takes time from its own turns, which the judge
-    measures, instead of running free on another core."""
-    if device.kind != "cpu":
-        return None
-    return os.environ.get("KJUDGE_CONTENDER_CPUS") or ",".join(
-        map(str, sorted(os.sched_getaffinity(0))[-CPU_THREADS:]))
-
-
-def run_device_env(sandbox: Sandbox, device: DeviceInfo) -> tuple[dict[str, str], str]:
-    """The environment that shows a sandboxed run its one device, and torch's name for it there
-    (`cuda:0`, also on MetaX cards, whose torch build keeps torch.cuda's names)."""
-    env, name = visible_device_env(device)
-    if device.kind == "cuda" and sandbox.gpu_by_request:
-        env = {}  # the container holds that one GPU only
-    return env, name
 
 
 def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,

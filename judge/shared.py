@@ -80,18 +80,3 @@ def _copy(target: torch.Tensor, source: torch.Tensor) -> None:
     if target.nbytes != source.nbytes:
         raise ValueError(f"{source.nbytes} bytes do not fit {target.nbytes}")
     ctypes.memmove(target.data_ptr(), source.data_ptr(), target.nbytes)
-
-
-def work_root() -> str | None:
-    """Where jobs keep their files: KJUDGE_WORK_DIR, else /dev/shm when it has room (no disk
-    write-back under the timed calls), else the system's temporary directory (None)."""
-    chosen = os.environ.get("KJUDGE_WORK_DIR")
-    if chosen:
-        return chosen
-    try:
-        stats = os.statvfs("/dev/shm")
-        if os.access("/dev/shm", os.W_OK) and stats.f_bavail * stats.f_frsize > 2 * 2**30:
-            return "/dev/shm"
-    except OSError:
-        pass
-    return None

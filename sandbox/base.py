@@ -42,6 +42,9 @@ class SandboxLimits:
     output_bytes: int = 64 * 1024
     file_size_mb: int = 2048
     cpus: str | None = None  # a cpuset list ("1", "2-3"): the run keeps to those CPUs
+    # runs only on CPU time nothing else wants (SCHED_IDLE; docker: the least CPU shares): a
+    # warm harness waiting for its judging must not slow the judging in progress
+    cpu_idle: bool = False
 
 
 @dataclass
@@ -114,6 +117,16 @@ class SandboxProcess(ABC):
     def cpu_ns(self) -> int | None:
         """CPU time the run has used so far, in nanoseconds; None where not accounted."""
         return None
+
+    def adjust(self, limits: SandboxLimits) -> None:
+        """Apply a judging's limits to a run started ahead of it (a warm slot): memory, CPUs,
+        output, normal CPU priority; OSError where they cannot be set. The run's file size
+        limit is the harness's to lower (before any contestant code loads)."""
+        self.output_limit = limits.output_bytes
+        self._adjust(limits)
+
+    @abstractmethod
+    def _adjust(self, limits: SandboxLimits) -> None: ...
 
     # -- shared by all backends --------------------------------------------------------------
     def _add_log(self, chunk: bytes) -> bool:
@@ -246,6 +259,23 @@ class PopenProcess(SandboxProcess):
     def cpu_ns(self) -> int | None:
         return self.cgroup.cpu_ns() if self.cgroup else None
 
+    def _adjust(self, limits: SandboxLimits) -> None:
+        if self.cgroup is not None:  # without one no cap was applied at the start either
+            self.cgroup.set_memory(limits.memory_mb * 2**20)
+            if limits.cpus:
+                self.cgroup.set_cpus(limits.cpus)  # else the harness holds itself there
+        if not limits.cpu_idle:
+            for _ in range(2):  # a thread started meanwhile inherited the old policy
+                for tid in self._threads():
+                    with contextlib.suppress(OSError):
+                        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+
+    def _threads(self) -> list[int]:
+        if self.cgroup is not None:
+            return self.cgroup.threads()
+        return [int(t.name) for pid in process_tree(self.popen.pid)
+                for t in Path(f"/proc/{pid}/task").glob("[0-9]*")]
+
 
 class Sandbox(ABC):
     name: str = "abstract"
@@ -261,6 +291,9 @@ class Sandbox(ABC):
         return sys.executable
 
     gpu_by_request = False  # True: the runtime gives a run only its one NVIDIA GPU (docker)
+    # a run is killed when the thread that started it ends (a parent-death signal: bwrap's
+    # --die-with-parent, unshare's --kill-child), so only long-lived threads may start runs
+    runs_die_with_thread = True
 
     @property
     def host_system(self) -> bool:
@@ -351,9 +384,12 @@ def _child_setup(cgroup: Cgroup | None, limits: SandboxLimits):
     file_size = limits.file_size_mb * 2**20
 
     cpus = parse_cpus(limits.cpus) if limits.cpus else None
+    idle = limits.cpu_idle
 
     def setup() -> None:  # runs in the child between fork and exec
         os.setsid()
+        if idle:  # inherited by every process and thread the run starts
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         if cpus:  # the cgroup's cpuset holds it there; the affinity alone where there is none
             os.sched_setaffinity(0, cpus)
         pid = str(os.getpid())

@@ -83,6 +83,33 @@ class Cgroup:
         (dirs["pids"] / "pids.max").write_text(str(pids))
         return group
 
+    def set_memory(self, memory_bytes: int) -> None:
+        """A new hard memory cap (a warm run gets its judging's own when it is taken)."""
+        if self.unified:
+            (self._memory_dir() / "memory.max").write_text(str(memory_bytes))
+            return
+        directory = self._memory_dir()
+        # v1 keeps limit <= memsw limit: raise the pair in the order that keeps it so
+        names = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+        current = int((directory / names[0]).read_text())
+        for name in (names if memory_bytes < current else reversed(names)):
+            if (directory / name).exists():
+                (directory / name).write_text(str(memory_bytes))
+
+    def set_cpus(self, cpus: str) -> bool:
+        """Hold the group's tasks to `cpus` from now on; False where the host cannot."""
+        self.cpus_applied = self._set_cpus(cpus)
+        return self.cpus_applied
+
+    def threads(self) -> list[int]:
+        """Every thread of every task of the group (v1 `tasks`, v2 `cgroup.threads`)."""
+        name = "cgroup.threads" if self.unified else "tasks"
+        out: set[int] = set()
+        for directory in self.dirs.values():
+            with contextlib.suppress(OSError, ValueError):
+                out.update(int(p) for p in (directory / name).read_text().split())
+        return sorted(out)
+
     def _set_cpus(self, cpus: str) -> bool:
         directory = self.dirs.get("unified" if self.unified else "cpuset")
         if directory is None or not (directory / "cpuset.cpus").exists():

@@ -38,6 +38,7 @@ from sandbox.cgroup import cpu_usage_ns, freeze_dir
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
 NOFILE = 4096  # under the host's hard limit: the daemon cannot raise it past that
+NORMAL_SHARES, IDLE_SHARES = 1024, 2  # CPU shares of a run, and of a warm one waiting
 
 
 def _client():
@@ -169,6 +170,15 @@ class DockerProcess(SandboxProcess):
                 return found
         return None
 
+    def _adjust(self, limits: SandboxLimits) -> None:
+        memory = f"{limits.memory_mb}m"
+        try:
+            self.container.update(mem_limit=memory, memswap_limit=memory,
+                                  cpuset_cpus=limits.cpus, cpu_shares=IDLE_SHARES
+                                  if limits.cpu_idle else NORMAL_SHARES)
+        except Exception as exc:
+            raise OSError(f"the engine refused the container's new limits: {exc}") from None
+
     def _read_peak(self) -> float:
         for directory in self._cgroup_dirs():
             for name in ("memory.max_usage_in_bytes", "memory.peak"):
@@ -195,6 +205,7 @@ class DockerProcess(SandboxProcess):
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates_filesystem = True
+    runs_die_with_thread = False  # the engine holds the container
     def __init__(self, image: str | None = None, devices: Sequence[str] = (),
                  gpu_uuid: str | None = None, owner: str | None = None,
                  host_python: bool | None = None):
@@ -259,6 +270,7 @@ class DockerSandbox(Sandbox):
             user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
             pids_limit=limits.pids, mem_limit=memory, memswap_limit=memory,
             nano_cpus=int(self.cpus * 1e9), cpuset_cpus=limits.cpus, working_dir=cwd.target,
+            cpu_shares=IDLE_SHARES if limits.cpu_idle else NORMAL_SHARES,
             tmpfs={"/tmp": "rw,size=512m,uid=65534,gid=65534"}, volumes=self._volumes(mounts),
             environment={"HOME": cwd.target, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env,
                          "PATH": join_paths(env.get("PATH", ""), self.image_path)},

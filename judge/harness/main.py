@@ -17,6 +17,7 @@ import importlib.util
 import json
 import mmap
 import os
+import resource
 import sys
 import time
 import traceback
@@ -584,11 +585,31 @@ def versions() -> dict:
     return found
 
 
+def configure(config: dict) -> None:
+    """What the judging sets in this process before anything else runs in it: the language's
+    environment, the file size limit (only ever lowered) and the CPUs (the control group holds
+    them too, where the host has one)."""
+    os.environ.update(config.get("env") or {})
+    limit = config.get("file_size_bytes")
+    if limit is not None:
+        _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    if config.get("cpus"):
+        os.sched_setaffinity(0, config["cpus"])
+
+
 def main() -> None:
     channel = Channel()
-    with open(sys.argv[1]) as f:
-        config = json.load(f)
+    # started ahead of its judging (a warm slot): torch is imported, nothing else has happened
+    channel.reply(ok=True, stage="warm")
+    line = sys.stdin.buffer.readline()
     try:
+        message = json.loads(line)
+        if message.get("op") != "config":
+            raise ValueError(f"the first request is {message.get('op')!r}, not config")
+        config = message["config"]
+        configure(config)
         harness = Harness(config, channel)
     except BaseException as exc:  # noqa: BLE001 - the environment, not the submission
         channel.reply(ok=False, kind="SE", error=_format_error(exc))

@@ -10,6 +10,9 @@ the judge, and its reply echoes it: a line written into the channel by contestan
 the harness's process) cannot answer a request unless it finds the nonce in the harness's memory,
 and a reply that does not answer its request ends the run.
 
+A harness is started ahead of its judging (a warm slot, judge/warm.py) and says
+    {"ok": true, "stage": "warm"}             once torch is imported; it then waits for
+    config   config                          the judging's config (below), its first request,
 Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}
 then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versions", "device"}
 
@@ -41,9 +44,11 @@ header (both sides know the shapes and dtypes); written and read with `write_raw
 Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time) or
          {"id", "ok": false, "kind": one of REPLY_KINDS, "error": text}.
 
-Config (the JSON file named on the harness's command line): artifact, loader, args (the
-signature), device, flush_bytes, cpu_threads, gpu_memory_bytes, operator_rule (null, or the
-allow-list rule whose ATen operators the harness enforces: {"id", "message", "allowed"}).
+Config (the `config` request's field): artifact, loader, args (the signature), device,
+flush_bytes, cpu_threads, gpu_memory_bytes, operator_rule (null, or the allow-list rule whose ATen
+operators the harness enforces: {"id", "message", "allowed"}), and what the harness applies to
+its own process before anything else runs there: env (the language's environment), cpus (a list),
+file_size_bytes (RLIMIT_FSIZE, only lowered).
 """
 
 from __future__ import annotations

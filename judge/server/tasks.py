@@ -17,7 +17,7 @@ from functools import cache
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init
 
 from judge.server import db, service
 from judge.server.config import Settings, settings
@@ -181,10 +181,9 @@ def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Ev
 def run_judging(config: Settings, judging_id: int, token: str) -> dict:
     """Judge with the same pipeline as `kjudge judge`; returns the columns to store."""
     from judge import __version__
-    from judge.device import DeviceUnavailable, detect, device_nodes
+    from judge.device import DeviceUnavailable
     from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
     from judge.problem import ProblemError, load_problem
-    from sandbox import get_sandbox
 
     with db.session(config.database_url) as s:
         judging = s.get(Judging, judging_id)
@@ -199,11 +198,10 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
 
     try:
         problem = load_problem(problem_path)
-        device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
-        sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
-                              devices=device_nodes(device), gpu_uuid=device.uuid)
+        device, pool = worker_pool()
         result = judge_source(problem, source, language=language, device=device,
-                              sandbox=sandbox, options=JudgeOptions(on_state=on_state))
+                              sandbox=pool.sandbox,
+                              options=JudgeOptions(on_state=on_state, pool=pool))
     except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
         return {"verdict": "SE", "message": f"not runnable on this worker: {exc}",
                 "flags": ["route this judging to a worker that can run it"],
@@ -222,6 +220,34 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
                                if seconds is not None}},
         "problem_version": result.problem_version, "judge_version": __version__,
     }
+
+
+@cache
+def worker_pool():
+    """This worker process's device and its pool of warm slots (the next judging's harnesses,
+    started ahead: judge/warm.py), made at the first judging or when the worker starts."""
+    import atexit
+
+    from judge.device import detect, device_nodes
+    from judge.warm import SlotPool, startup_env
+    from sandbox import get_sandbox
+
+    device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
+    sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
+                          devices=device_nodes(device), gpu_uuid=device.uuid)
+    pool = SlotPool(sandbox)
+    atexit.register(pool.close)
+    pool.prepare(startup_env(sandbox, device))
+    return device, pool
+
+
+@worker_process_init.connect
+def _warm_up(**_kwargs) -> None:
+    """Each pool process starts its first judging's harnesses as soon as it is up."""
+    try:
+        worker_pool()
+    except Exception as exc:  # the first judging reports it (e.g. no sandbox on this host)
+        log.warning("no warm slot at start: %s", exc)
 
 
 def _number(value: float | None) -> float | None:

@@ -5,7 +5,6 @@
 # threat: a thread started at import watches the judge's input files and computes each answer ahead of the call that asks for it; the call only copies
 import glob
 import os
-import sys
 import threading
 import time
 
@@ -20,9 +19,8 @@ def key(a):
 
 
 def roots():
-    config = os.path.abspath(sys.argv[1])  # .../<job>/submission/sub/config.json
-    return ["/kj/inputs", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(config))),
-                                       "inputs")]
+    scratch = os.getcwd()  # .../<job>/submission/scratch
+    return ["/kj/inputs", os.path.join(os.path.dirname(os.path.dirname(scratch)), "inputs")]
 
 
 def ahead():

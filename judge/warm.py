@@ -1,0 +1,248 @@
+"""Warm slots: a judging's job directory and its two harness processes, started ahead of it.
+
+Trusted side. Starting a sandboxed harness costs an interpreter and `import torch` (~2 s of CPU
+each on a 2-core VM), twice per judging (the submission and the baseline). A slot does that
+before the judging arrives: its processes are sandboxed as every run is (each its own sandbox,
+namespaces and control group), have imported torch and nothing else — on a GPU no CUDA context
+exists yet: the harness creates it after its config — and wait on stdin for the judging's config
+(judge/harness/protocol.py). A slot serves one judging and is destroyed with it, so nothing of
+one judging (processes, memory, files, device context) is ever seen by another.
+
+`SlotPool` keeps the next slot warm for a worker: started as soon as the last one is taken, at
+idle priority (it takes only CPU time nothing else wants), and frozen whole while a judging times
+its calls (`quiet`), so a warm-up never competes with a timed call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from judge.device import DeviceInfo, visible_device_env
+from judge.harness import protocol
+from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
+
+log = logging.getLogger("kjudge.warm")
+HARNESS_DIR = Path(protocol.__file__).parent
+ROLES = ("baseline", "submission")
+# while it waits: enough for the interpreter and torch; the judging sets its own when it takes it
+WARM_LIMITS = SandboxLimits(memory_mb=4096, output_bytes=64 * 1024, file_size_mb=1 << 16)
+# Threads each contender may use on the CPU device: one keeps timings reproducible on shared
+# hosts, where a second busy core would slow a multi-threaded baseline at random.
+CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
+
+
+@dataclass
+class WarmHarness:
+    """One started harness of a slot: its process and the folders it sees."""
+
+    role: str
+    proc: SandboxProcess
+    sub: Mount  # read-only to the run: the artifact goes here when the judging takes the slot
+    scratch: Mount  # the run's only writable folder
+    greeted: bool = False  # its "warm" greeting has been read
+
+    def await_warm(self, timeout: float) -> None:
+        """Read the greeting that says torch is imported (ProtocolError if it never comes)."""
+        if self.greeted:
+            return
+        reply = self.proc.receive(timeout)
+        if reply.get("stage") != "warm":
+            raise ProtocolError(f"unexpected greeting {reply}")
+        self.greeted = True
+
+
+@dataclass
+class Slot:
+    """A judging's job directory (inputs, and per role its artifact folder and scratch) with
+    both harnesses started in it."""
+
+    workdir: Path
+    inputs: Mount
+    env: dict[str, str]  # the environment the processes started with
+    ahead: bool = True  # started before its judging came (else by the judging itself)
+    harnesses: dict[str, WarmHarness] = field(default_factory=dict)
+    taken: bool = False
+
+    @classmethod
+    def start(cls, sandbox: Sandbox, env: dict[str, str], ahead: bool = True,
+              idle: bool = False) -> Slot:
+        """Start both harnesses (`ahead` of their judging; at `idle` CPU priority until taken,
+        while another judging runs)."""
+        workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-", dir=work_root()))
+        workdir.chmod(0o755)
+        inputs = Mount(workdir / "inputs", "/kj/inputs")
+        inputs.host.mkdir()
+        slot = cls(workdir, inputs, env, ahead)
+        limits = replace(WARM_LIMITS, cpu_idle=idle)
+        try:
+            for role in ROLES:
+                slot.harnesses[role] = slot._spawn(sandbox, role, limits)
+        except BaseException:
+            slot.close()
+            raise
+        return slot
+
+    def _spawn(self, sandbox: Sandbox, role: str, limits: SandboxLimits) -> WarmHarness:
+        root = self.workdir / role
+        (root / "sub").mkdir(parents=True)
+        (root / "scratch").mkdir()
+        (root / "scratch").chmod(0o777)
+        sub = Mount(root / "sub", "/kj/sub")
+        scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
+        harness = Mount(HARNESS_DIR, "/kj/harness")
+        argv = [sandbox.python, "-E", "-s", "-B", sandbox.path(harness, "main.py")]
+        proc = sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs], cwd=scratch,
+                             env=self.env, limits=limits)
+        return WarmHarness(role, proc, sub, scratch)
+
+    def alive(self) -> bool:
+        return all(h.proc.returncode() is None for h in self.harnesses.values())
+
+    def freeze(self, frozen: bool) -> None:
+        for harness in self.harnesses.values():
+            harness.proc.freeze(frozen)
+
+    def close(self) -> None:
+        for harness in self.harnesses.values():
+            with contextlib.suppress(Exception):
+                harness.proc.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def work_root() -> str | None:
+    """Where jobs keep their files: KJUDGE_WORK_DIR, else /dev/shm when it has room (no disk
+    write-back under the timed calls), else the system's temporary directory (None)."""
+    chosen = os.environ.get("KJUDGE_WORK_DIR")
+    if chosen:
+        return chosen
+    try:
+        stats = os.statvfs("/dev/shm")
+        if os.access("/dev/shm", os.W_OK) and stats.f_bavail * stats.f_frsize > 2 * 2**30:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
+
+
+def contender_cpus(device: DeviceInfo) -> str | None:
+    """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the last
+    ones this judge may use (the judge and the services keep the rest), or KJUDGE_CONTENDER_CPUS.
+    A helper thread of the submission then takes time from its own turns, which the judge
+    measures, instead of running free on another core."""
+    if device.kind != "cpu":
+        return None
+    return os.environ.get("KJUDGE_CONTENDER_CPUS") or ",".join(
+        map(str, sorted(os.sched_getaffinity(0))[-CPU_THREADS:]))
+
+
+def run_device_env(sandbox: Sandbox, device: DeviceInfo) -> tuple[dict[str, str], str]:
+    """The environment that shows a sandboxed run its one device, and torch's name for it there
+    (`cuda:0`, also on MetaX cards, whose torch build keeps torch.cuda's names)."""
+    env, name = visible_device_env(device)
+    if device.kind == "cuda" and sandbox.gpu_by_request:
+        env = {}  # the container holds that one GPU only
+    return env, name
+
+
+def startup_env(sandbox: Sandbox, device: DeviceInfo) -> dict[str, str]:
+    """What a harness must have in its environment when it starts, the same for every judging on
+    this device and sandbox; a language's own environment is applied by the harness from its
+    config."""
+    env = {"KJUDGE_DEVICE": device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
+           **run_device_env(sandbox, device)[0]}
+    if device.kind != "cpu" and "LD_LIBRARY_PATH" in os.environ:
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
+    return env
+
+
+class SlotPool:
+    """The next judging's slot, kept warm for one worker (one judging at a time)."""
+
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox = sandbox
+        self._lock = threading.Lock()
+        self._next: Slot | None = None
+        self._starting: threading.Thread | None = None
+        self._quiet = 0
+        self._closed = False
+
+    def take(self, env: dict[str, str]) -> Slot:
+        """A warm slot started with `env` (a fresh one when none is ready), and the next one
+        started behind it."""
+        self._join()
+        with self._lock:
+            slot, self._next = self._next, None
+        if slot is not None and (slot.env != env or not slot.alive()):
+            slot.close()
+            slot = None
+        if slot is None:
+            slot = Slot.start(self.sandbox, env, ahead=False)
+        slot.taken = True
+        slot.freeze(False)
+        self.prepare(env)
+        return slot
+
+    def prepare(self, env: dict[str, str]) -> None:
+        """Start the next slot (it costs the judging in progress nothing but idle CPU time).
+        Runs that die with the thread that started them (bwrap's --die-with-parent, unshare's
+        --kill-child: a parent-death signal follows the thread) are started here, in the
+        caller's thread, which lives on (~20 ms); containers in the background."""
+        if self._closed:
+            return
+        if self.sandbox.runs_die_with_thread:
+            self._start(env)
+            return
+        self._starting = threading.Thread(target=self._start, args=(env,), daemon=True,
+                                          name="kjudge-warm")
+        self._starting.start()
+
+    def _start(self, env: dict[str, str]) -> None:
+        try:
+            slot = Slot.start(self.sandbox, env, idle=True)
+        except Exception as exc:  # the next judging starts its own, and says why if it fails
+            log.warning("could not start a warm slot: %s", exc)
+            return
+        with self._lock:
+            if self._closed:
+                slot.close()
+                return
+            self._next = slot
+            if self._quiet:
+                slot.freeze(True)
+
+    def _join(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """While a judging times its calls: the waiting slot is frozen (one that is still being
+        started freezes itself once started)."""
+        with self._lock:
+            self._quiet += 1
+            if self._next is not None:
+                self._next.freeze(True)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._quiet -= 1
+                if self._next is not None and not self._quiet:
+                    self._next.freeze(False)
+
+    def close(self) -> None:
+        self._closed = True
+        self._join()
+        with self._lock:
+            slot, self._next = self._next, None
+        if slot is not None:
+            slot.close()

@@ -1,0 +1,170 @@
+"""Warm slots: the next judging's harnesses started ahead, never shared between judgings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from judge.pipeline import JudgeOptions, judge_source
+from judge.verdicts import Verdict
+from judge.warm import Slot, SlotPool, startup_env
+from sandbox import SandboxLimits
+from tests.conftest import make_sandbox
+
+FAST = JudgeOptions(timing=False)
+MARK = "kjudge-left-behind"
+
+# Leaves all it can behind: files wherever it may write, and a process that outlives the call.
+LEAVER = f'''
+import os, subprocess, sys
+import torch
+
+MARK = "{MARK}"
+written = []
+for folder in ("/tmp", "/dev/shm", os.getcwd(), os.environ.get("HOME", "/tmp"),
+               os.environ.get("TMPDIR", "/tmp")):
+    try:
+        with open(os.path.join(folder, MARK), "w") as f:
+            f.write("state of an earlier judging")
+        written.append(folder)
+    except OSError:
+        pass
+assert written, "the leaver could write nowhere"
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", MARK],
+                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+'''
+
+# Looks for that state: files near and far, processes; fails to load (RE) with what it found.
+SEEKER = f'''
+import os
+import torch
+
+MARK = "{MARK}"
+found = []
+folders = {{"/tmp", "/dev/shm", os.getcwd(), os.environ.get("HOME", "/tmp"),
+           os.environ.get("TMPDIR", "/tmp")}}
+here = os.getcwd()
+for _ in range(4):  # and every folder up the job directory, and beside it
+    here = os.path.dirname(here)
+    folders.add(here)
+for folder in folders:
+    for root, dirs, files in os.walk(folder):
+        found += [os.path.join(root, f) for f in files if f == MARK]
+        if root.count(os.sep) - folder.count(os.sep) >= 4:
+            dirs[:] = []
+for pid in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+            if MARK.encode() in f.read():
+                found.append(f"process {{pid}}")
+    except OSError:
+        pass
+if found:
+    raise RuntimeError(f"state of an earlier judging found: {{found}}")
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+'''
+
+
+def _judge(problem, source, cpu, sandbox, **options):
+    return judge_source(problem, source, language="torch", device=cpu, sandbox=sandbox,
+                        options=JudgeOptions(timing=False, **options))
+
+
+def test_the_seeker_finds_state_where_nothing_isolates_judgings(vector_add, cpu):
+    """The control: under the process backend (no file isolation) the seeker finds the file the
+    leaver left in the host's /tmp, so its silence elsewhere means something."""
+    sandbox = make_sandbox("process")
+    try:
+        assert _judge(vector_add, LEAVER, cpu, sandbox).verdict is Verdict.AC
+        found = _judge(vector_add, SEEKER, cpu, sandbox)
+        assert found.verdict is Verdict.RE and "state of an earlier judging found" in \
+            found.message, found.message
+    finally:
+        Path("/tmp", MARK).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_a_judging_never_sees_what_the_last_one_left_behind(vector_add, cpu, backend):
+    """Two judgings in a row from one worker's pool (the second's slot warms up while the first
+    runs): files and processes the first leaves are nowhere the second can look."""
+    sandbox = make_sandbox(backend)
+    pool = SlotPool(sandbox)
+    try:
+        pool.prepare(startup_env(sandbox, cpu))
+        left = _judge(vector_add, LEAVER, cpu, sandbox, pool=pool)
+        assert left.verdict is Verdict.AC and left.applied["warm_start"], left.message
+        seen = _judge(vector_add, SEEKER, cpu, sandbox, pool=pool)
+        assert seen.verdict is Verdict.AC and seen.applied["warm_start"], seen.message
+    finally:
+        pool.close()
+
+
+def test_a_slot_serves_one_judging_and_is_gone_after_it(vector_add, cpu):
+    sandbox = make_sandbox("bwrap")
+    slot = Slot.start(sandbox, startup_env(sandbox, cpu))
+    pids = [p for h in slot.harnesses.values() for p in h.proc.pids()]
+    assert pids and slot.workdir.is_dir()
+    result = _judge(vector_add, LEAVER, cpu, sandbox, slot=slot)
+    assert result.verdict is Verdict.AC and result.applied["warm_start"]
+    assert not slot.workdir.exists()  # the job directory, the leaver's files with it
+    alive = [p for p in pids if Path(f"/proc/{p}").exists()
+             and "Z" not in Path(f"/proc/{p}/stat").read_text().rpartition(")")[2][:3]]
+    assert not alive, alive
+    again = _judge(vector_add, LEAVER, cpu, sandbox, slot=slot)  # a used slot is not reused:
+    assert again.verdict is Verdict.AC and not again.applied["warm_start"]  # a fresh one ran
+
+
+def _freezer_state(slot: Slot) -> set[str]:
+    return {(h.proc.cgroup.dirs["freezer"] / "freezer.state").read_text().strip()
+            for h in slot.harnesses.values()}
+
+
+@pytest.mark.skipif(not Path("/sys/fs/cgroup/freezer").is_dir(), reason="cgroup v1 freezer")
+def test_the_waiting_slot_is_frozen_while_a_judging_times_and_idle_otherwise(cpu):
+    sandbox = make_sandbox("bwrap")
+    pool = SlotPool(sandbox)
+    try:
+        pool.prepare(startup_env(sandbox, cpu))
+        waiting = pool._next
+        policies = {os.sched_getscheduler(t) for h in waiting.harnesses.values()
+                    for t in h.proc.cgroup.threads()}
+        assert policies == {os.SCHED_IDLE}  # it takes only CPU time nothing else wants
+        with pool.quiet():
+            assert _freezer_state(waiting) == {"FROZEN"}
+        assert _freezer_state(waiting) == {"THAWED"}
+        taken = pool.take(startup_env(sandbox, cpu))
+        assert taken is waiting and pool._next is not waiting  # the next one is on its way
+        for h in taken.harnesses.values():  # its judging's limits bring it back to normal
+            h.await_warm(60)
+            h.proc.adjust(SandboxLimits())
+            assert {os.sched_getscheduler(t) for t in h.proc.cgroup.threads()} == \
+                {os.SCHED_OTHER}
+        taken.close()
+    finally:
+        pool.close()
+
+
+def test_a_warm_run_takes_its_judgings_memory_cap_up_or_down(cpu):
+    """The slot starts under a default cap; the judging's own is applied when it is taken,
+    lower (MLE sooner: test_output_flood_is_ole_and_memory_bomb_is_mle) or higher."""
+    sandbox = make_sandbox("bwrap")
+    slot = Slot.start(sandbox, startup_env(sandbox, cpu))
+    try:
+        proc = slot.harnesses["submission"].proc
+        memory = proc.cgroup._memory_dir()
+        cap = memory / ("memory.max" if proc.cgroup.unified else "memory.limit_in_bytes")
+        for mb in (700, 9000, 2048):
+            proc.adjust(SandboxLimits(memory_mb=mb, output_bytes=1234))
+            assert int(cap.read_text()) == mb * 2**20
+            assert proc.output_limit == 1234
+    finally:
+        slot.close()
