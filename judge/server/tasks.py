@@ -13,6 +13,7 @@ import math
 import os
 import socket
 import threading
+import time
 from functools import cache
 
 from celery import Celery
@@ -156,8 +157,12 @@ def judge_task(task, judging_id: int) -> str:
     finally:
         stop.set()
     try:
+        started = time.monotonic()
         with db.session(config.database_url) as s:
-            return "finished" if service.finish(s, judging_id, token, **values) else "claim lost"
+            if not service.finish(s, judging_id, token, **values):
+                return "claim lost"
+        _record_store(config, judging_id, time.monotonic() - started)
+        return "finished"
     except Exception as exc:  # the record could not be stored: end the judging as SE
         log.exception("storing judging %s failed", judging_id)
         with db.session(config.database_url) as s:
@@ -165,6 +170,19 @@ def judge_task(task, judging_id: int) -> str:
                            message=f"system error: the result could not be stored: {exc!r}"[:2000],
                            flags=["result not stored; rejudge after fixing the judge"])
         return "stored as SE"
+
+
+def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
+    """The last phase, known only once the record is stored: added to it afterwards."""
+    try:
+        with db.session(config.database_url) as s:
+            judging = s.get(Judging, judging_id)
+            applied = dict(judging.applied or {})
+            if "phases" in applied:
+                applied["phases"] = {**applied["phases"], "store": round(seconds, 3)}
+                judging.applied = applied
+    except Exception as exc:  # the verdict is stored; only this figure is missing
+        log.warning("could not record the store time of judging %s: %s", judging_id, exc)
 
 
 def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Event) -> None:

@@ -53,8 +53,10 @@ def test_http_submit_through_redis_worker_to_leaderboard_and_rejudge(stack_facto
     good = stack.submit(alice, AC.read_text())
     bad = stack.submit(bob, WA.read_text())
     assert stack.verdict(alice, good)["verdict"] == "AC"
-    ran = stack.call("GET", f"/api/submissions/{good}", stack.admin).json()["applied"]
-    assert {"queue_wait", "sandbox_start", "correctness", "timing"} <= set(ran["phases"])
+    ran = wait_for(lambda: (applied := stack.call("GET", f"/api/submissions/{good}",
+                                                  stack.admin).json()["applied"])
+                   and "store" in applied["phases"] and applied, 30, "the store phase")
+    assert {"queue_wait", "sandbox_start", "correctness", "timing", "store"} <= set(ran["phases"])
     assert ran["overhead_s"] > 0 and all(v >= 0 for v in ran["phases"].values())
     wrong = stack.verdict(bob, bad)
     assert wrong["verdict"] == "WA" and wrong["tests"][0]["mismatches"] == 1
