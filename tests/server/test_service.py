@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 
 from judge.server import service
 from judge.server.models import Contest, Judging, utcnow
@@ -214,3 +215,40 @@ def test_live_work_is_seen_from_the_rejudge_queue(s, config, world):
     assert service.live_work_waiting(s, work.queue + ".rejudge")
     finish_with(s, work.judging_id, "AC", 1)
     assert not service.live_work_waiting(s, work.queue + ".rejudge")
+
+
+def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_does(s, config,
+                                                                                  world):
+    """`current_accepted` (SQL, for the leaderboard and the problem list) and `current_judging`
+    (Python, for one record) state one rule: over random histories — rejudges, system errors,
+    invalidated and unfinished judgings — they agree on which submissions count, and at what
+    score."""
+    import random
+
+    from judge.server.models import Submission
+
+    rng = random.Random(7)
+    config = replace(config, submissions_per_minute=1000)
+    for _ in range(40):
+        submission, work = submit(s, config, rng.choice([world["alice"], world["bob"]]))
+        ids = [work.judging_id]
+        for _ in range(rng.randrange(3)):
+            ids.append(Judging(submission_id=submission.id, queue=work.queue))
+            s.add(ids[-1])
+            s.flush()
+            ids[-1] = ids[-1].id
+        for judging_id in ids:
+            judging = s.get(Judging, judging_id)
+            judging.state = rng.choice(["DONE", "DONE", "DONE", "RUNNING"])
+            judging.verdict = rng.choice(["AC", "AC", "WA", "SE"])
+            judging.score = rng.uniform(1, 100)
+            judging.valid = rng.random() > 0.15
+        s.commit()
+    expected = set()
+    for submission in s.scalars(service.with_results(select(Submission))).unique():
+        current = service.current_judging(submission)
+        if current is not None and current.verdict == "AC":
+            expected.add((submission.user.name, round(current.score, 9)))
+    got = {(name, round(score, 9)) for _uid, name, _slug, score, _at in
+           service.current_accepted(s)}
+    assert got == expected and expected
