@@ -114,12 +114,14 @@ async def lifespan(app: FastAPI):
         threading.Thread(target=_janitor, args=(app, stop), daemon=True).start()
     yield
     stop.set()
+    app.state.publisher.close()
 
 
 def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
     app = FastAPI(title="kernel-judge", version="0.1.0", lifespan=lifespan)
     app.state.settings = config or settings()
     app.state.janitor = janitor
+    app.state.publisher = tasks.Publisher(app.state.settings)
 
     @app.exception_handler(service.ServiceError)
     async def _service_error(_request: Request, exc: service.ServiceError):
@@ -255,11 +257,11 @@ def _routes(app: FastAPI) -> None:
 
     @app.post("/api/submissions", status_code=202)
     def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
-                          user: UserDep) -> dict:
+                          user: UserDep, request: Request) -> dict:
         submission, work = service.submit(s, config, user, body.problem, body.language,
                                           body.source, body.contest)
         s.commit()  # stored before it is published: a broker failure loses nothing
-        tasks.publish(config, [work])
+        request.app.state.publisher.send([work])
         return {"id": submission.id, "judging_id": work.judging_id, "state": "QUEUED"}
 
     @app.get("/api/submissions/{submission_id}")

@@ -282,8 +282,9 @@ def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -
     out = []
     for queue, judgings in by_queue.items():
         lost = broker_counts.get(queue, 0) < len(judgings)
-        for j in judgings:
-            if j.enqueued_at is None or (lost and _aware(j.enqueued_at) < quiet):
+        for j in judgings:  # a judging stored a moment ago is being published by its API
+            if (j.enqueued_at is None and _aware(j.queued_at) < quiet) or (
+                    lost and j.enqueued_at is not None and _aware(j.enqueued_at) < quiet):
                 out.append(Enqueue(j.id, j.queue, j.rejudge_id is not None))
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import queue
 import socket
 import threading
 import time
@@ -27,13 +28,19 @@ from judge.verdicts import State
 
 log = logging.getLogger("kjudge.tasks")
 TASK_NAME = "kjudge.judge"
+EMBEDDED_POLL_S = 0.1  # how often a worker on the embedded broker (SQLite) looks for work
 
 
 @cache
 def make_app(broker_url: str, hard_limit_s: int, soft_limit_s: int, default_queue: str) -> Celery:
     app = Celery("kjudge", broker=broker_url, set_as_current=True)
-    # kombu's SQLAlchemy transport hands its options to create_engine: give it none
+    # kombu's SQLAlchemy transport hands its options to create_engine: give it none, and its
+    # polling interval (1 s by default: up to a second of every judging's queue wait) thus here
     transport = {} if broker_url.startswith("sqla+") else {"visibility_timeout": hard_limit_s + 600}
+    if broker_url.startswith("sqla+"):
+        from kombu.transport import sqlalchemy as sqla_transport
+
+        sqla_transport.Transport.polling_interval = EMBEDDED_POLL_S
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -73,6 +80,47 @@ def publish(config: Settings, work: list[service.Enqueue]) -> list[int]:
         with db.session(config.database_url) as s:
             service.mark_enqueued(s, sent)
     return sent
+
+
+class Publisher:
+    """Sends stored judgings to the broker from a thread of this API process, in batches: a
+    submission's request ends once the submission is stored, without waiting for the broker
+    (~1 ms) and the `enqueued_at` update (a second transaction). What this thread has not sent
+    when the process dies stays QUEUED without `enqueued_at`, and the janitor sends it."""
+
+    BATCH = 200
+
+    def __init__(self, config: Settings):
+        self.config = config
+        self._work: queue.Queue[service.Enqueue | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="kjudge-publish")
+        self._thread.start()
+
+    def send(self, work: list[service.Enqueue]) -> None:
+        for item in work:
+            self._work.put(item)
+
+    def _run(self) -> None:
+        while (first := self._work.get()) is not None:
+            batch = [first]
+            while len(batch) < self.BATCH:
+                try:
+                    item = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._work.put(None)
+                    break
+                batch.append(item)
+            try:
+                publish(self.config, batch)
+            except Exception as exc:  # the janitor sends what is left
+                log.warning("publishing %d judging(s) failed: %s", len(batch), exc)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Send what is held (within `timeout`), then stop."""
+        self._work.put(None)
+        self._thread.join(timeout)
 
 
 def broker_counts(config: Settings, queues: set[str]) -> dict[str, int]:

@@ -135,6 +135,10 @@ def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world
 
 def test_unpublished_and_lost_messages_are_found(s, config, world):
     _, work = submit(s, config, world["alice"])
+    # just stored: its API process is publishing it (tasks.Publisher), the janitor leaves it
+    assert service.unpublished(s, config, {}) == []
+    s.execute(Judging.__table__.update().values(queued_at=utcnow() - timedelta(seconds=5)))
+    s.commit()
     assert [w.judging_id for w in service.unpublished(s, config, {})] == [work.judging_id]
     service.mark_enqueued(s, [work.judging_id])
     s.execute(Judging.__table__.update().values(enqueued_at=utcnow() - timedelta(minutes=1)))
