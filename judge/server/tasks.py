@@ -20,6 +20,7 @@ from functools import cache
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
+from sqlalchemy import select
 
 from judge.server import db, service
 from judge.server.config import Settings, settings
@@ -68,14 +69,17 @@ def publish(config: Settings, work: list[service.Enqueue]) -> list[int]:
     with no `enqueued_at`, and the janitor sends them later: nothing accepted is lost."""
     app = app_for(config)
     sent = []
-    for item in work:
-        try:
-            app.send_task(TASK_NAME, args=[item.judging_id], queue=item.queue,
-                          retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2})
-            sent.append(item.judging_id)
-        except Exception as exc:  # broker down: keep going, the janitor resends
-            log.warning("could not publish judging %s to %s: %s", item.judging_id, item.queue, exc)
-            break
+    with app.producer_or_acquire() as producer:  # one broker connection for the batch
+        for item in work:
+            try:
+                app.send_task(TASK_NAME, args=[item.judging_id], queue=item.queue,
+                              producer=producer, retry=True,
+                              retry_policy={"max_retries": 2, "interval_start": 0.2})
+                sent.append(item.judging_id)
+            except Exception as exc:  # broker down: keep going, the janitor resends
+                log.warning("could not publish judging %s to %s: %s", item.judging_id,
+                            item.queue, exc)
+                break
     if sent:
         with db.session(config.database_url) as s:
             service.mark_enqueued(s, sent)
@@ -141,7 +145,8 @@ def sweep(config: Settings) -> dict:
     """The janitor: requeue judgings of dead workers and messages the broker lost."""
     with db.session(config.database_url) as s:
         requeue, failed = service.stale_claims(s, config)
-        queues = {j.queue for j in s.query(Judging).filter(Judging.state == State.QUEUED.value)}
+        queues = set(s.scalars(select(Judging.queue).distinct()
+                               .where(Judging.state == State.QUEUED.value)))
     try:
         counts = broker_counts(config, queues) if queues else {}
     except Exception as exc:

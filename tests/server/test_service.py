@@ -256,3 +256,24 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
     got = {(name, round(score, 9)) for _uid, name, _slug, score, _at in
            service.current_accepted(s)}
     assert got == expected and expected
+
+
+def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
+    """The leaderboard and problem list are computed once per change of the results: every
+    judging's end moves the results counter in its own transaction, so no read after it sees
+    the board from before; a database that lost its counter row still moves on."""
+    from judge.server.models import Counter
+
+    assert service.leaderboard(s)["rows"] == []
+    _, work = submit(s, config, world["alice"])
+    finish_with(s, work.judging_id, "AC", 100)
+    assert [r["user"] for r in service.leaderboard(s)["rows"]] == ["alice"]
+    assert service.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
+                                                                      "best_score": 100}
+    s.query(Counter).delete()
+    s.commit()
+    _, work = submit(s, config, world["bob"])
+    finish_with(s, work.judging_id, "AC", 200)
+    assert [r["user"] for r in service.leaderboard(s)["rows"]] == ["bob", "alice"]
+    cached = service.results(s)
+    assert service.results(s) is cached  # nothing changed: nothing recomputed
