@@ -8,6 +8,7 @@ in a child process (`_gpu_probe`), once per process.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -201,12 +202,28 @@ print(json.dumps(found))
 """
 
 
+def _cpu_only_torch() -> bool:
+    """Whether the installed torch is a CPU-only build, read from its version file without
+    importing it (~2 s and ~300 MB: an API process that only routes judgings never needs it);
+    asked of torch itself where this process has it loaded already."""
+    loaded = sys.modules.get("torch")
+    if loaded is not None:
+        return not loaded.backends.cuda.is_built()
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return True
+    try:
+        text = Path(spec.origin).with_name("version.py").read_text()
+    except OSError:
+        return False  # unknown: ask torch itself
+    accelerators = re.findall(r"^(cuda|hip|rocm|xpu|maca)\b[^=\n]*=\s*(.+)$", text, re.M)
+    return bool(accelerators) and all(value.strip() == "None" for _, value in accelerators)
+
+
 @cache
 def _gpu_probe() -> dict:
     """The GPUs torch sees, from a child process (a CPU-only torch build sees none)."""
-    import torch  # here: commands that never look for a GPU do not pay for importing it
-
-    if not torch.backends.cuda.is_built():
+    if _cpu_only_torch():
         return {"maca": False, "devices": []}
     try:
         done = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,

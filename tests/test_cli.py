@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -159,5 +160,17 @@ def test_commands_that_do_not_judge_never_import_torch():
              "print(sorted(m for m in ('torch', 'judge.pipeline') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_api_process_never_imports_torch(tmp_path):
+    """An API process only stores and routes judgings: its start (settings, the device it routes
+    to by default, the app) never imports torch, which would cost it ~2 s and ~300 MB."""
+    probe = ("import sys; from judge.server.api import create_app; "
+             "from judge.server.config import settings; settings(); create_app(janitor=False); "
+             "print(sorted(m for m in ('torch', 'judge.pipeline') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "KJUDGE_DATA_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
