@@ -141,8 +141,10 @@ def main() -> None:
             posts = wrk(stack.url, "/api/submissions", tokens, args.seconds, args.connections,
                         body)
             fill(url, args.submissions)
-            reads = {path: wrk(stack.url, path, tokens, args.seconds, 8)
-                     for path in ("/api/leaderboard", "/api/problems")}
+            reads = {}
+            for path in ("/api/leaderboard", "/api/problems"):
+                wrk(stack.url, path, tokens, 3, 8)  # each process computes the results once
+                reads[path] = wrk(stack.url, path, tokens, args.seconds, 8)
         finally:
             stack.close()
 

@@ -103,6 +103,23 @@ AdminDep = Annotated[User, Depends(admin_user)]
 
 
 def _janitor(app: FastAPI, stop: threading.Event) -> None:
+    """Sweeps every few seconds, in one API process of the host: the others wait on its lock
+    (a sweep reads every queued judging: once per host is enough, the sweep is idempotent)."""
+    import fcntl
+
+    config = app.state.settings
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    with open(config.data_dir / "janitor.lock", "w") as lock:
+        while not stop.is_set():
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                stop.wait(JANITOR_INTERVAL_S)
+        _sweep_until(app, stop)
+
+
+def _sweep_until(app: FastAPI, stop: threading.Event) -> None:
     while not stop.wait(JANITOR_INTERVAL_S):
         try:
             tasks.sweep(app.state.settings)

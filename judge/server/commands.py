@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -114,8 +115,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log_level = "warning" if args.quiet else "info"
     try:
         if args.api_processes > 1:  # each process builds its app from the same settings
-            uvicorn.run("judge.server.api:create_app", factory=True, workers=args.api_processes,
-                        host=args.host, port=args.port, log_level=log_level)
+            serve_processes(args.api_processes, args.host, args.port, log_level)
         else:
             uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level)
     finally:
@@ -127,6 +127,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
     return EXIT_OK
+
+
+def serve_processes(count: int, host: str, port: int, log_level: str) -> None:
+    """The API in `count` processes, each with a listening socket of its own on the port
+    (SO_REUSEPORT: the kernel spreads new connections over them evenly; one shared socket let
+    the first process to wake take nearly every keep-alive connection). Ends when any of them
+    ends, or on SIGTERM / Ctrl-C, taking the others with it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # fresh interpreters: no state forked
+    children = [context.Process(target=_serve_one, args=(host, port, log_level), daemon=True)
+                for _ in range(count)]
+    for child in children:
+        child.start()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5) and all(child.is_alive() for child in children):
+            pass
+    finally:
+        for child in children:
+            child.terminate()  # uvicorn shuts down gracefully on SIGTERM
+        for child in children:
+            child.join(30)
+
+
+def _serve_one(host: str, port: int, log_level: str) -> None:
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    # inherited by every accepted connection: replies are not held back for the client's ACK
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    config = uvicorn.Config("judge.server.api:create_app", factory=True, log_level=log_level)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
