@@ -33,7 +33,7 @@ from tests.conftest import docker_test_image  # noqa: E402
 from tests.server.stack import PROBLEMS, Stack, wait_for  # noqa: E402
 
 SOURCE = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
-TARGETS = {"kjudge judge": 2.5, "bwrap": 3.0, "docker": 5.0}
+TARGETS = {"kjudge judge": 2.5, "bwrap": 3.0, "docker": 5.0, "status": 0.3}
 PHASES = ("queue_wait", "sandbox_start", "compile", "reference", "correctness", "timing",
           "store")
 
@@ -86,9 +86,22 @@ def served(backend: str, runs: int, burst: int, tmp: Path) -> dict:
             record = stack.verdict(token, sid, 60 * burst)
             assert record["verdict"] == "AC", record
         burst_s = time.monotonic() - sent
+        status = status_times(stack, token, ids[0], runs)
     finally:
         stack.close()
-    return {"single": single, "records": records, "burst_s": burst_s}
+    return {"single": single, "records": records, "burst_s": burst_s, "status": status}
+
+
+def status_times(stack: Stack, token: str, sid: int, runs: int) -> list[float]:
+    """`kjudge status ID` from the shell: the whole command, against the served API."""
+    env = {**stack.env, "KJUDGE_SERVER": stack.url, "KJUDGE_TOKEN": token}
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "judge.cli", "status", str(sid)], cwd=ROOT,
+                       env=env, capture_output=True, check=True)
+        times.append(time.monotonic() - started)
+    return times
 
 
 def _stored(stack: Stack, sid: int) -> dict | None:
@@ -142,6 +155,12 @@ def main() -> None:
         lines.append(f"| `kjudge serve` submit → verdict, {backend} | {len(got['single'])} | "
                      f"{p50:.2f} | {min(got['single']):.2f} | {max(got['single']):.2f} | ≤ "
                      f"{TARGETS[backend]} | {verdict(p50, TARGETS[backend])} |")
+    status = [t for got in results.values() for t in got["status"]]
+    if status:
+        p50 = statistics.median(status)
+        lines.append(f"| `kjudge status ID`, whole command | {len(status)} | {p50:.2f} | "
+                     f"{min(status):.2f} | {max(status):.2f} | ≤ {TARGETS['status']} | "
+                     f"{verdict(p50, TARGETS['status'])} |")
     lines += ["", "| burst to one worker | submissions | all judged in s | 30 × p50 + 5 s | |",
               "| --- | ---: | ---: | ---: | --- |"]
     for backend, got in results.items():

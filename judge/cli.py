@@ -11,13 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from judge import report
-from judge.device import DeviceUnavailable, detect, device_nodes
-from judge.languages import LANGUAGES, UnknownLanguage, get_language, infer_language
-from judge.problem import ProblemError, load_problem
 from judge.server import commands
-from judge.warm import Slot, startup_env
-from sandbox import BACKENDS, get_sandbox
+
+# The judging, problem and sandbox modules are imported by the commands that use them: the
+# client commands (status, submit, leaderboard, ...) start without them (~0.2 s of imports
+# here, torch's 2 s aside), and an unknown language or sandbox is named by the registry itself.
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -31,6 +29,8 @@ def problems_root() -> Path:
 
 
 def _load(path: str):
+    from judge.problem import ProblemError, load_problem
+
     try:
         return load_problem(path)
     except ProblemError as exc:
@@ -39,6 +39,12 @@ def _load(path: str):
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    from judge import report
+    from judge.device import DeviceUnavailable, detect, device_nodes
+    from judge.languages import UnknownLanguage, get_language, infer_language
+    from judge.warm import Slot, startup_env
+    from sandbox import get_sandbox
+
     problem = _load(args.problem)
     source_path = Path(args.source)
     if not source_path.is_file():
@@ -74,7 +80,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from judge.device import DeviceUnavailable, detect, device_nodes
+    from judge.problem import ProblemError, load_problem
     from judge.selftest import run_self_tests
+    from sandbox import get_sandbox
 
     failed = False
     try:
@@ -104,6 +113,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from judge.problem import ProblemError, load_problem
+
     root = Path(args.dir)
     print(f"{'slug':<20} {'title':<28} {'tests':>5}  languages")
     for folder in sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()):
@@ -130,6 +141,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from judge import report
+
     try:
         base = json.loads(Path(args.baseline).read_text())
         cand = json.loads(Path(args.candidate).read_text())
@@ -160,12 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     def device_and_sandbox(p: argparse.ArgumentParser) -> None:
         p.add_argument("--device", help="cpu, cuda or cuda:N (default: the GPU if visible)")
-        p.add_argument("--sandbox", default="auto", choices=["auto", *BACKENDS])
+        p.add_argument("--sandbox", default="auto",
+                       help="a backend of sandbox/, or auto: the strongest one available")
 
     j = sub.add_parser("judge", help="judge a source against a problem folder")
     j.add_argument("problem", help="problem folder")
     j.add_argument("source", help="the run_kernel source file")
-    j.add_argument("--lang", choices=sorted(LANGUAGES))
+    j.add_argument("--lang", help="a language of judge/languages (default: inferred from the "
+                                  "file; an unknown name is told the known ones)")
     j.add_argument("--json", action="store_true", help="print the full record as JSON")
     j.add_argument("--csv", metavar="FILE", help="write schema-v1 CSV rows")
     j.add_argument("--no-timing", action="store_true", help="check correctness only")

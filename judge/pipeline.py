@@ -23,7 +23,7 @@ import torch
 
 import judge
 from checkers import CheckReport, get_checker, merge
-from judge import exprs, scoring
+from judge import exprs, jit_cache, scoring
 from judge import timing as timing_loop
 from judge.device import DeviceInfo
 from judge.flusher import CacheFlusher
@@ -110,6 +110,7 @@ class Contender:
     warmed: set[str] = field(default_factory=set)  # test points already called once
     gpu_watch: GpuMemoryWatch | None = None  # device memory of the process tree (NVIDIA)
     warm: WarmHarness | None = None  # the slot's harness this process was started as
+    jit_cache: tuple[Path, Path] | None = None  # (the run's JIT cache folder, the kept entry)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
 
     def out_path(self, *parts: str) -> str:
@@ -368,18 +369,19 @@ class Judging:
 
     # -- processes -------------------------------------------------------------------------
     def _start(self, role: str, language: Language, artifact: Path) -> Contender:
-        contender = self._spawn(role, language, artifact)
+        contender = self._spawn(role, language, artifact, self.source)
         self._await_ready(contender)
         return contender
 
     def _spawn_baseline(self) -> Contender:
         path = self.problem.path / self.spec.baseline
-        language = infer_language(path, path.read_text())
-        compiled = self._compile(language, path.read_text())
+        source = path.read_text()
+        language = infer_language(path, source)
+        compiled = self._compile(language, source)
         if not compiled.ok:
             raise ProblemRuntimeError(f"the baseline does not compile:\n{compiled.log}")
         self.result.applied["baseline_language"] = language.name
-        return self._spawn("baseline", language, compiled.artifact)
+        return self._spawn("baseline", language, compiled.artifact, source)
 
     @property
     def gpu_memory_limit_bytes(self) -> int | None:
@@ -398,10 +400,17 @@ class Judging:
         cache is flushed by the harness, on the device, inside `prepare`."""
         return self.device.kind == "cpu"
 
-    def _spawn(self, role: str, language: Language, artifact: Path) -> Contender:
+    def _spawn(self, role: str, language: Language, artifact: Path, source: str) -> Contender:
         """Hand the slot's harness for `role` its artifact, limits and config (not waiting for
-        it to load)."""
+        it to load); a JIT's cache from earlier judgings of this very source (judge/jit_cache.py)."""
         warm = self.slot.harnesses[role]
+        env = language.runtime_env(self.device)
+        cache = None
+        if language.jit_cache_env:
+            cache = jit_cache.entry(language, source, self.device)
+            used = jit_cache.restore(cache, warm.scratch.host)
+            env |= {name: self.sandbox.path(warm.scratch, used.name)
+                    for name in language.jit_cache_env}
         shutil.copy2(artifact, warm.sub.host / artifact.name)
         _device_env, run_device = run_device_env(self.sandbox, self.device)
         gpu_limit = self.gpu_memory_limit_bytes if role == "submission" else None
@@ -421,11 +430,13 @@ class Judging:
             # the problem's allow-list at run time (the baseline is the organizer's own code)
             "operator_rule": (operator_rule(language.name, self.spec.rules)
                               if role == "submission" else None),
-            "env": language.runtime_env(self.device),
+            "env": env,
             "cpus": sorted(self.contender_cpu_set) if self.contender_cpu_set else None,
             "file_size_bytes": self.file_size_mb * 2**20,
         }
         contender = Contender(role, warm.proc, warm.scratch, self.sandbox, jit=jit, warm=warm)
+        if cache is not None:
+            contender.jit_cache = (used, cache)
         try:
             warm.proc.adjust(limits)
             warm.proc.send(protocol.request("config", config=config))
@@ -461,6 +472,9 @@ class Judging:
 
     def _close(self, contender: Contender) -> None:
         contender.close()
+        if contender.jit_cache is not None:  # the run is gone: what it built is kept
+            jit_cache.keep(*contender.jit_cache)
+            contender.jit_cache = None
         watch = contender.gpu_watch
         if watch is not None:
             self.result.applied.setdefault("gpu_memory", {})[contender.role] = {

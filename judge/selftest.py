@@ -12,6 +12,7 @@ from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_
 from judge.problem import Problem, self_tests
 from judge.rules import check_rules
 from judge.verdicts import Verdict
+from judge.warm import SlotPool, startup_env
 from sandbox import Sandbox
 
 # Verdicts decided before anything runs: checkable on any device.
@@ -30,7 +31,18 @@ class SelfTestOutcome:
 
 def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
                    timing: bool = True) -> list[SelfTestOutcome]:
-    """Judge every self-test submission; with `timing`, the first AC one is also timed."""
+    """Judge every self-test submission; with `timing`, the first AC one is also timed. Each
+    judging's harnesses warm up while the one before runs (judge/warm.py)."""
+    pool = SlotPool(sandbox)
+    try:
+        pool.prepare(startup_env(sandbox, device))
+        return _run_self_tests(problem, device, sandbox, timing, pool)
+    finally:
+        pool.close()
+
+
+def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timing: bool,
+                    pool: SlotPool) -> list[SelfTestOutcome]:
     outcomes = template_outcomes(problem)
     timed_once = not timing
     for expected, path in self_tests(problem):
@@ -55,7 +67,8 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
         timed_once = timed_once or timing
         try:
             result = judge_source(problem, source, language=language, device=device,
-                                  sandbox=sandbox, options=JudgeOptions(timing=timing))
+                                  sandbox=sandbox, options=JudgeOptions(timing=timing,
+                                                                        pool=pool))
         except NotRunnable as exc:
             outcomes.append(SelfTestOutcome(rel, expected, None, "skip", str(exc)))
             continue

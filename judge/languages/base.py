@@ -50,6 +50,9 @@ class Language:
     source_name: str = "submission.py"
     # devices on which it compiles at the first call of each new shape (Triton, TileLang on GPUs)
     jit_devices: tuple[str, ...] = ()
+    # environment variables that name its JIT's on-disk cache (judge/jit_cache.py keeps one per
+    # source, toolchain and device)
+    jit_cache_env: tuple[str, ...] = ()
 
     def toolchain_version(self) -> str:
         return "python"

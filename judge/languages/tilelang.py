@@ -23,6 +23,7 @@ class TileLang(Language):
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
     jit_devices = ("cuda", "maca")
+    jit_cache_env = ("TILELANG_CACHE_DIR",)
 
     def toolchain_version(self) -> str:
         return f"tilelang {package_version('tilelang')}"

@@ -17,6 +17,7 @@ class Triton(Language):
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
     jit_devices = ("cuda", "maca")
+    jit_cache_env = ("TRITON_CACHE_DIR",)
 
     def toolchain_version(self) -> str:
         return f"triton {package_version('triton')}"
