@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -91,6 +92,14 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "judge.cli", "submit", "nope", str(AC)], env=env,
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "no problem" in bad.stderr
+    sid = out.stdout.split("submission ", 1)[1].split()[0]
+    status = subprocess.run([sys.executable, "-m", "judge.cli", "status", sid, "--json"],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    record = json.loads(status.stdout)
+    assert record["verdict"] == "AC" and "timing" in record["applied"]["phases"]
+    export = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "csv"],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert export.returncode == 0 and "vector_add" in export.stdout
 
 
 def test_worker_killed_mid_judging_finishes_exactly_once(stack_factory):
