@@ -318,7 +318,10 @@ function appliedPanel(r) {
       ? `, throttled: ${esc(s.throttle_reasons.join(", "))}` : ""}` : "–";
   const rows = [
     ["device", `${esc(a.device_model || "–")} <span class="muted">${esc(a.device || "")}</span>`],
-    ["sandbox", esc(a.sandbox || "–")], ["toolchain", esc(a.toolchain || "–")],
+    ["sandbox", esc(a.sandbox || "–") + (a.warm_start == null ? "" : a.warm_start
+      ? ' <span class="muted">(harnesses started ahead: a warm slot)</span>'
+      : ' <span class="muted">(harnesses started for this judging)</span>')],
+    ["toolchain", esc(a.toolchain || "–")],
     ["versions", esc(Object.entries(a.versions || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")],
     ["cache flush", a.timing_setup ? `${num(a.timing_setup.flush_bytes / 2 ** 20)} MiB`
       + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
