@@ -32,6 +32,7 @@ from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
 log = logging.getLogger("kjudge.warm")
 HARNESS_DIR = Path(protocol.__file__).parent
 ROLES = ("baseline", "submission")
+JOB_PREFIX = "kjudge-job-"  # then the judge's pid: a dead judge's directories can be told
 # while it waits: enough for the interpreter and torch; the judging sets its own when it takes it
 WARM_LIMITS = SandboxLimits(memory_mb=4096, output_bytes=64 * 1024, file_size_mb=1 << 16)
 # Threads each contender may use on the CPU device: one keeps timings reproducible on shared
@@ -76,7 +77,7 @@ class Slot:
               idle: bool = False) -> Slot:
         """Start both harnesses (`ahead` of their judging; at `idle` CPU priority until taken,
         while another judging runs)."""
-        workdir = Path(tempfile.mkdtemp(prefix="kjudge-job-", dir=work_root()))
+        workdir = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=work_root()))
         workdir.chmod(0o755)
         inputs = Mount(workdir / "inputs", "/kj/inputs")
         inputs.host.mkdir()
@@ -163,10 +164,24 @@ def startup_env(sandbox: Sandbox, device: DeviceInfo) -> dict[str, str]:
     return env
 
 
+def remove_leftovers() -> int:
+    """Job directories of judges that died (killed mid-judging, or with a slot waiting): their
+    process is gone. On /dev/shm they hold memory until removed. Returns how many."""
+    removed = 0
+    for folder in Path(work_root() or tempfile.gettempdir()).glob(f"{JOB_PREFIX}*-*"):
+        pid = folder.name.removeprefix(JOB_PREFIX).partition("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class SlotPool:
     """The next judging's slot, kept warm for one worker (one judging at a time)."""
 
     def __init__(self, sandbox: Sandbox):
+        if remove_leftovers():
+            log.warning("removed the job directories of judges that died")
         self.sandbox = sandbox
         self._lock = threading.Lock()
         self._next: Slot | None = None

@@ -169,3 +169,20 @@ def test_a_warm_run_takes_its_judgings_memory_cap_up_or_down(cpu):
             assert proc.output_limit == 1234
     finally:
         slot.close()
+
+
+def test_a_dead_judges_job_directories_are_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
+    import subprocess
+
+    from judge import warm
+
+    monkeypatch.setenv("KJUDGE_WORK_DIR", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"{warm.JOB_PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{warm.JOB_PREFIX}{os.getpid()}-def"
+    other = tmp_path / "someone-elses"
+    for folder in (gone, alive, other):
+        (folder / "inputs").mkdir(parents=True)
+    assert warm.remove_leftovers() == 1
+    assert not gone.exists() and alive.exists() and other.exists()
