@@ -82,7 +82,10 @@ class Slot:
         inputs = Mount(workdir / "inputs", "/kj/inputs")
         inputs.host.mkdir()
         slot = cls(workdir, inputs, env, ahead)
-        limits = replace(WARM_LIMITS, cpu_idle=idle)
+        # every CPU the judge may use for now, so that the run's cgroup has a CPU set that the
+        # judging narrows to the contenders' CPUs (a run then cannot move itself elsewhere)
+        cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+        limits = replace(WARM_LIMITS, cpu_idle=idle, cpus=cpus)
         try:
             for role in ROLES:
                 slot.harnesses[role] = slot._spawn(sandbox, role, limits)

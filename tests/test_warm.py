@@ -154,9 +154,10 @@ def test_the_waiting_slot_is_frozen_while_a_judging_times_and_idle_otherwise(cpu
         pool.close()
 
 
-def test_a_warm_run_takes_its_judgings_memory_cap_up_or_down(cpu):
-    """The slot starts under a default cap; the judging's own is applied when it is taken,
-    lower (MLE sooner: test_output_flood_is_ole_and_memory_bomb_is_mle) or higher."""
+def test_a_warm_run_takes_its_judgings_memory_cap_and_cpus(cpu):
+    """The slot starts under a default cap on every CPU; the judging's own cap is applied when it
+    is taken, lower (MLE sooner: test_output_flood_is_ole_and_memory_bomb_is_mle) or higher, and
+    its CPU set narrowed to the contenders' CPUs."""
     sandbox = make_sandbox("bwrap")
     slot = Slot.start(sandbox, startup_env(sandbox, cpu))
     try:
@@ -167,6 +168,12 @@ def test_a_warm_run_takes_its_judgings_memory_cap_up_or_down(cpu):
             proc.adjust(SandboxLimits(memory_mb=mb, output_bytes=1234))
             assert int(cap.read_text()) == mb * 2**20
             assert proc.output_limit == 1234
+        # and its CPUs: the cgroup's own set, which the run cannot leave by itself
+        last = str(max(os.sched_getaffinity(0)))
+        proc.adjust(SandboxLimits(cpus=last))
+        assert proc.cgroup.cpus_applied
+        cpuset = proc.cgroup.dirs["unified" if proc.cgroup.unified else "cpuset"]
+        assert (cpuset / "cpuset.cpus").read_text().strip() == last
     finally:
         slot.close()
 
