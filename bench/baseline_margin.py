@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from checkers import get_checker  # noqa: E402
-from judge.problem import load_problem  # noqa: E402
-from judge.reference import Reference, load_module  # noqa: E402
+from judge.judging.reference import Reference, load_module  # noqa: E402
+from judge.problem.schema import load_problem  # noqa: E402
 
 
 def worst_ratio(problem, device: str, seeds: int) -> list[tuple[str, float]]:

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import write_section  # noqa: E402
-from judge import timing  # noqa: E402
-from judge.device import detect  # noqa: E402
-from judge.pipeline import JudgeOptions, judge_source  # noqa: E402
-from judge.problem import load_problem  # noqa: E402
+from judge.host.device import detect  # noqa: E402
+from judge.judging import timing  # noqa: E402
+from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
+from judge.problem.schema import load_problem  # noqa: E402
 from sandbox import get_sandbox  # noqa: E402
 
 FLOOR_PROBLEM = """title: Nothing to do (timing floor)

@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import write_section  # noqa: E402
-from judge.device import detect, device_nodes  # noqa: E402
+from judge.host.device import detect, device_nodes  # noqa: E402
+from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
+from judge.judging.selftest import run_self_tests  # noqa: E402
 from judge.languages import infer_language  # noqa: E402
-from judge.pipeline import JudgeOptions, judge_source  # noqa: E402
-from judge.problem import Problem, ProblemError, load_problem, self_tests  # noqa: E402
-from judge.selftest import run_self_tests  # noqa: E402
+from judge.problem.schema import Problem, ProblemError, load_problem, self_tests  # noqa: E402
 from judge.verdicts import Verdict  # noqa: E402
 from sandbox import get_sandbox  # noqa: E402
 

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import write_section  # noqa: E402
-from judge.device import detect  # noqa: E402
-from judge.pipeline import JudgeOptions, judge_source  # noqa: E402
-from judge.problem import load_problem  # noqa: E402
+from judge.host.device import detect  # noqa: E402
+from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
+from judge.problem.schema import load_problem  # noqa: E402
 from sandbox import Mount, SandboxLimits  # noqa: E402
 from tests.conftest import docker_test_image  # noqa: E402
 

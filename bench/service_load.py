@@ -81,13 +81,13 @@ def postgres_url() -> str:
 def fill(url: str, submissions: int, users: int = 200) -> None:
     """`submissions` judged submissions (a third AC with a score, some rejudged, some SE) by
     `users` contestants over every active problem, written straight to the database."""
-    from judge.server import db, service
-    from judge.server.models import Judging, Problem, Submission, User, utcnow
-    from judge.server.service import hash_token
+    from judge.service import db, store
+    from judge.service.models import JudgingRow, ProblemRow, Submission, User, utcnow
+    from judge.service.store import hash_token
 
     rng = random.Random(13)
     with db.session(url) as s:
-        problems = [p.id for p in s.query(Problem).filter(Problem.active)]
+        problems = [p.id for p in s.query(ProblemRow).filter(ProblemRow.active)]
         people = [User(name=f"team{i:03d}", token_hash=hash_token(uuid.uuid4().hex))
                   for i in range(users)]
         s.add_all(people)
@@ -102,14 +102,14 @@ def fill(url: str, submissions: int, users: int = 200) -> None:
         for row in rows:
             verdict = rng.choice(["AC", "AC", "WA", "CE", "SE"])
             score = rng.uniform(50, 300) if verdict == "AC" else 0.0
-            judgings.append(Judging(submission_id=row.id, queue="judge.cpu", state="DONE",
+            judgings.append(JudgingRow(submission_id=row.id, queue="judge.cpu", state="DONE",
                                     verdict=verdict, score=score, finished_at=row.created_at))
             if rng.random() < 0.1:  # rejudged: the later judging is current
-                judgings.append(Judging(submission_id=row.id, queue="judge.cpu", state="DONE",
+                judgings.append(JudgingRow(submission_id=row.id, queue="judge.cpu", state="DONE",
                                         verdict="AC", score=rng.uniform(50, 300),
                                         finished_at=row.created_at))
         s.add_all(judgings)
-        service.results_changed(s)  # as every judging's end does
+        store.results_changed(s)  # as every judging's end does
     if url.startswith("postgresql"):  # the planner's statistics, as autovacuum would make them
         with db.engine(url).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("ANALYZE")

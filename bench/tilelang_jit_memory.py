@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import write_section  # noqa: E402
-from judge import exprs  # noqa: E402
-from judge.problem import load_problem  # noqa: E402
+from judge.problem import exprs  # noqa: E402
+from judge.problem.schema import load_problem  # noqa: E402
 
 PROBE = r"""
 import importlib.util, json, os, resource, sys

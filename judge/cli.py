@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from judge.server import commands
+from judge.service import admin, client
 
 # The judging, problem and sandbox modules are imported by the commands that use them: the
 # client commands (status, submit, leaderboard, ...) start without them (~0.2 s of imports
@@ -29,7 +29,7 @@ def problems_root() -> Path:
 
 
 def _load(path: str):
-    from judge.problem import ProblemError, load_problem
+    from judge.problem.schema import ProblemError, load_problem
 
     try:
         return load_problem(path)
@@ -39,10 +39,10 @@ def _load(path: str):
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from judge import report
-    from judge.device import DeviceUnavailable, detect, device_nodes
+    from judge.host.device import DeviceUnavailable, detect, device_nodes
+    from judge.judging import report
+    from judge.judging.warm import Slot, startup_env
     from judge.languages import UnknownLanguage, get_language, infer_language
-    from judge.warm import Slot, startup_env
     from sandbox import get_sandbox
 
     problem = _load(args.problem)
@@ -61,7 +61,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         # here, not at the top: the judging imports torch, which commands that do not judge
         # (status, submit, leaderboard, ...) never need
-        from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+        from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
 
         options = JudgeOptions(seed=args.seed, timing=not args.no_timing, slot=slot)
         result = judge_source(problem, source, language=language, device=device,
@@ -80,9 +80,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from judge.device import DeviceUnavailable, detect, device_nodes
-    from judge.problem import ProblemError, load_problem
-    from judge.selftest import run_self_tests
+    from judge.host.device import DeviceUnavailable, detect, device_nodes
+    from judge.judging.selftest import run_self_tests
+    from judge.problem.schema import ProblemError, load_problem
     from sandbox import get_sandbox
 
     failed = False
@@ -113,7 +113,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from judge.problem import ProblemError, load_problem
+    from judge.problem.schema import ProblemError, load_problem
 
     root = Path(args.dir)
     print(f"{'slug':<20} {'title':<28} {'tests':>5}  languages")
@@ -130,7 +130,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from judge.scaffold import new_problem
+    from judge.problem.scaffold import new_problem
 
     try:
         path = new_problem(args.slug, Path(args.dir))
@@ -141,7 +141,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from judge import report
+    from judge.judging import report
 
     try:
         base = json.loads(Path(args.baseline).read_text())
@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("--host-python", action="store_true",
                     help="bind the host's Python (test images made with docker import)")
     ic.set_defaults(func=cmd_image_check)
-    commands.register(sub)
+    admin.register(sub)
+    client.register(sub)
     return parser
 
 
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as exc:
         print(f"kjudge: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except commands.CommandError as exc:
+    except client.CommandError as exc:
         print(f"kjudge: {exc}", file=sys.stderr)
         return exc.code
 

@@ -14,14 +14,14 @@ os.environ.setdefault("KJUDGE_CACHE_DIR", tempfile.mkdtemp(prefix="kjudge-test-c
 
 @pytest.fixture(scope="session")
 def cpu():
-    from judge.device import detect
+    from judge.host.device import detect
 
     return detect("cpu")
 
 
 @pytest.fixture(scope="session")
 def vector_add():
-    from judge.problem import load_problem
+    from judge.problem.schema import load_problem
 
     return load_problem(PROBLEMS / "vector_add")
 

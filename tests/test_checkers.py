@@ -97,7 +97,7 @@ def test_merge_of_several_outputs_counts_all_elements():
 def test_reports_with_nan_serialize_as_standard_json():
     import json
 
-    from judge.result import TestReport, json_safe
+    from judge.judging.record import TestReport, json_safe
     from judge.verdicts import Verdict
 
     r = allclose(torch.tensor([float("nan"), 1.0]), torch.zeros(2), rtol=0, atol=0,

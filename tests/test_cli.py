@@ -23,8 +23,8 @@ def test_judge_accepted_prints_a_table_and_exits_0():
 
 
 def test_the_table_shows_the_gpu_state_around_the_timing():
-    from judge.report import table
-    from judge.result import JudgeResult
+    from judge.judging.record import JudgeResult
+    from judge.judging.report import table
     from judge.verdicts import Verdict
 
     state = {"sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 51, "power_w": 420.5,
@@ -157,7 +157,7 @@ def test_commands_that_do_not_judge_never_import_torch():
     it. Measured in a fresh interpreter, since this one has torch loaded."""
     probe = ("import sys; from judge import cli; parser = cli.build_parser(); "
              "parser.parse_args(['status', '1']); parser.parse_args(['leaderboard']); "
-             "print(sorted(m for m in ('torch', 'judge.pipeline') if m in sys.modules))")
+             "print(sorted(m for m in ('torch', 'judge.judging.pipeline') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -167,9 +167,9 @@ def test_commands_that_do_not_judge_never_import_torch():
 def test_the_api_process_never_imports_torch(tmp_path):
     """An API process only stores and routes judgings: its start (settings, the device it routes
     to by default, the app) never imports torch, which would cost it ~2 s and ~300 MB."""
-    probe = ("import sys; from judge.server.api import create_app; "
-             "from judge.server.config import settings; settings(); create_app(janitor=False); "
-             "print(sorted(m for m in ('torch', 'judge.pipeline') if m in sys.modules))")
+    probe = ("import sys; from judge.service.api import create_app; "
+             "from judge.service.config import settings; settings(); create_app(janitor=False); "
+             "print(sorted(m for m in ('torch', 'judge.judging.pipeline') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "KJUDGE_DATA_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr

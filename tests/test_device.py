@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from judge import device as device_module
-from judge.device import (
+from judge.host import device as device_module
+from judge.host.device import (
     DeviceInfo,
     DeviceUnavailable,
     cuda_arch,
@@ -23,7 +23,7 @@ H200 = DeviceInfo("cuda", "cuda:3", "NVIDIA H200", 60 * 2**20, "sm_90a",
 def test_the_cpu_flush_is_the_same_whatever_cache_the_host_reports():
     """Machines of one kind report a 32 MiB or a 480 MiB L3: the flush, and so the verdict and
     the memory a run needs, must not follow that figure."""
-    from judge.device import CPU_FLUSH_BYTES
+    from judge.host.device import CPU_FLUSH_BYTES
 
     cpu = detect("cpu")
     assert cpu.kind == "cpu" and cpu.cache_bytes > 0 and cpu.flush_bytes == CPU_FLUSH_BYTES
@@ -138,14 +138,14 @@ torch.backends.cuda.is_built = lambda: True
 
 WORKER_MAIN = """
 import json, os
-from judge.server import tasks  # what `celery -A judge.server.tasks:app worker` imports
-from judge.server.commands import queues_for
-from judge.server.config import settings
-from judge.device import detect
+from judge.service import worker  # what a worker process imports (judge.service.worker.main)
+from judge.service.admin import queues_for
+from judge.service.config import settings
+from judge.host.device import detect
 cuda = detect("cuda")
 print(json.dumps({"pid": os.getpid(), "default": settings().default_device,
                   "queues": queues_for(settings(), None, None), "uuid": cuda.uuid,
-                  "queue": tasks.app.conf.task_default_queue}))
+                  "queue": worker.worker_app(settings()).conf.task_default_queue}))
 """
 
 

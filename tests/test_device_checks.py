@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.device import DeviceInfo
 from judge.harness import main as harness
+from judge.host.device import DeviceInfo
 from judge.languages import get_language
 from sandbox import SandboxLimits
 
@@ -94,7 +94,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count, pro
 @pytest.fixture
 def fake_nvml(tmp_path, monkeypatch):
     """A stand-in libnvidia-ml: fixed clocks, and the per-process memory written to a file."""
-    from judge import telemetry
+    from judge.host import telemetry
 
     (tmp_path / "nvml.c").write_text(FAKE_NVML)
     lib = tmp_path / "libnvidia-ml.so.1"
@@ -109,7 +109,7 @@ def fake_nvml(tmp_path, monkeypatch):
 
 
 def test_gpu_state_is_read_through_nvml(fake_nvml):
-    from judge import telemetry
+    from judge.host import telemetry
 
     assert telemetry.gpu_state(H200) == {
         "sm_clock_mhz": 1980, "memory_clock_mhz": 3201, "temperature_c": 47,
@@ -120,7 +120,7 @@ def test_gpu_state_is_read_through_nvml(fake_nvml):
 
 
 def test_gpu_process_memory_is_read_through_nvml(fake_nvml):
-    from judge import telemetry
+    from judge.host import telemetry
 
     fake_nvml.write_text("".join(f"{pid} {pid * 2**20}\n" for pid in range(100, 300)))
     usage = telemetry.gpu_process_memory(H200)  # more processes than the first buffer holds
@@ -135,8 +135,8 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
     baseline that failed beside it."""
     import time
 
-    from judge.pipeline import Contender, Judging, RunFailure
-    from judge.telemetry import GpuMemoryWatch
+    from judge.host.telemetry import GpuMemoryWatch
+    from judge.judging.pipeline import Contender, Judging, RunFailure
     from judge.verdicts import Verdict
     from sandbox import Mount
 
@@ -176,7 +176,7 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
 
 
 def test_gpu_state_is_none_without_nvml(monkeypatch):
-    from judge import telemetry
+    from judge.host import telemetry
 
     monkeypatch.setenv("KJUDGE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
     telemetry._nvml.cache_clear()

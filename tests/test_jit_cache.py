@@ -1,13 +1,13 @@
-"""JIT caches kept between judgings of one source (judge/jit_cache.py), never across sources."""
+"""JIT caches kept between judgings of one source (judge/judging/jit_cache.py), never across sources."""
 
 from __future__ import annotations
 
 import shutil
 
-from judge import jit_cache
+from judge.judging import jit_cache
+from judge.judging.pipeline import JudgeOptions, judge_source
 from judge.languages import get_language
-from judge.pipeline import JudgeOptions, judge_source
-from judge.problem import load_problem
+from judge.problem.schema import load_problem
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS, make_sandbox
 

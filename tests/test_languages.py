@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages import UnknownLanguage, get_language, infer_language
 from sandbox import SandboxLimits
 
@@ -173,7 +173,7 @@ def _zero_arguments(problem, test) -> list:
     """run_kernel's arguments for a test point: zero tensors of the declared shapes (CPU)."""
     import torch
 
-    from judge import exprs
+    from judge.problem import exprs
 
     values = []
     for arg in problem.spec.signature:
@@ -197,7 +197,7 @@ def test_every_tilelang_template_lowers_to_cuda_for_hopper_on_every_gpu_test_poi
     import tilelang
     from tvm import target as tvm_target
 
-    from judge.problem import load_problem
+    from judge.problem.schema import load_problem
 
     target = {"kind": "cuda", "arch": "sm_90a"}
     lowered = []
@@ -239,8 +239,8 @@ def _c_params(text: str) -> list[tuple[str, str]]:
                          ids=lambda p: p.parts[-3])
 def test_every_cuda_template_has_the_problems_abi(template):
     """The templates cannot run here: at least their entry point must match problem.yaml."""
-    from judge.problem import load_problem
-    from judge.signature import c_declaration
+    from judge.problem.schema import load_problem
+    from judge.problem.signature import c_declaration
 
     problem = load_problem(template.parents[1])
     expected = _c_params(c_declaration(problem.spec.signature, "cuda"))

@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-from judge import report
-from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
-from judge.problem import load_problem
+from judge.judging import report
+from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.problem.schema import load_problem
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
@@ -122,8 +122,8 @@ def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, de
 
 
 def test_seeds_are_fresh_per_judging_and_reproducible_when_given(vector_add, cpu):
+    from judge.judging.pipeline import Judging
     from judge.languages import get_language
-    from judge.pipeline import Judging
     from sandbox import get_sandbox
 
     make = lambda seed: Judging(vector_add, "", get_language("cpp"), cpu, get_sandbox("process"),  # noqa: E731

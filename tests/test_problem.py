@@ -3,7 +3,7 @@ import shutil
 import pytest
 import yaml
 
-from judge.problem import ProblemError, load_problem
+from judge.problem.schema import ProblemError, load_problem
 from tests.conftest import PROBLEMS
 
 
@@ -34,14 +34,14 @@ def test_bundled_problems_load(slug):
     assert any(t.sample for t in problem.tests)
     for language in problem.spec.languages:
         assert problem.template_path(language) is not None
-    from judge.selftest import template_outcomes
+    from judge.judging.selftest import template_outcomes
 
     failing = [(o.path, o.detail) for o in template_outcomes(problem) if o.status != "ok"]
     assert not failing  # a template submitted unchanged must pass the problem's rules
 
 
 def test_validation_fails_a_template_that_breaks_a_rule(folder):
-    from judge.selftest import template_outcomes
+    from judge.judging.selftest import template_outcomes
     from judge.verdicts import Verdict
 
     template = folder / "templates" / "triton.py"

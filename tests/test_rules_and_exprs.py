@@ -1,8 +1,8 @@
 import pytest
 
-from judge import exprs
-from judge.problem import Rule
-from judge.rules import check_rules
+from judge.judging.rules import check_rules
+from judge.problem import exprs
+from judge.problem.schema import Rule
 
 NO_TORCH = Rule(id="no_torch", message="no PyTorch ops", languages=["triton", "cpp"],
                 forbid_calls=["torch.add", ".add_"], forbid_imports=["torch.nn.functional"])

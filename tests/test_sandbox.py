@@ -148,8 +148,8 @@ def test_docker_runs_find_what_the_image_keeps_on_its_own_path(tmp_path):
 def test_a_run_sees_its_one_device_under_torchs_name_in_every_backend():
     """MetaX's torch build names its cards cuda:N; a container given one NVIDIA GPU by device
     request must not be told the host's index of it."""
-    from judge.device import DeviceInfo
-    from judge.pipeline import run_device_env
+    from judge.host.device import DeviceInfo
+    from judge.judging.pipeline import run_device_env
     from sandbox.bwrap import BwrapSandbox
     from sandbox.docker import DockerSandbox
 
@@ -181,7 +181,7 @@ def test_bwrap_shows_sys_to_accelerator_runs_only(tmp_path):
 
 def test_the_cuda_toolkit_is_found_and_shown_to_sandboxes_without_the_path(tmp_path, monkeypatch):
     """CUDA images put nvcc in $CUDA_HOME/bin or /usr/local/cuda/bin without touching PATH."""
-    from judge.device import DeviceInfo
+    from judge.host.device import DeviceInfo
     from judge.languages import get_language
     from judge.languages.cuda import cuda_home, find_nvcc
     from sandbox import get_sandbox
@@ -230,7 +230,7 @@ def test_auto_never_picks_the_process_backend(monkeypatch):
 
 
 def test_workers_refuse_to_start_without_isolation_unless_told(monkeypatch):
-    from judge.server.commands import require_isolation
+    from judge.service.admin import require_isolation
     from sandbox.bwrap import BwrapSandbox
     from sandbox.docker import DockerSandbox
 

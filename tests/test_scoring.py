@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from judge import scoring
+from judge.judging import scoring
 
 
 def test_stats_median_spread_and_robust_standard_error():

@@ -1,10 +1,10 @@
-"""The judge's clock against the harness's reports (judge/timing.py), on synthetic samples."""
+"""The judge's clock against the harness's reports (judge/judging/timing.py), on synthetic samples."""
 
 import random
 
 import pytest
 
-from judge.timing import ALLOWANCE_MS, Samples, charge
+from judge.judging.timing import ALLOWANCE_MS, Samples, charge
 
 
 def samples(reported: float, overhead: float, prepare: float, seed: int, n: int = 60,
@@ -104,7 +104,7 @@ def test_the_checked_rounds_are_a_uniform_draw_made_after_the_last_call(tmp_path
     rounds turns out to be, so a submission cannot aim its replays at rounds left unchecked."""
     from collections import Counter
 
-    from judge.timing import FreshRounds
+    from judge.judging.timing import FreshRounds
 
     rounds, keep, trials = 20, 4, 1500
     counts: Counter[int] = Counter()
@@ -156,7 +156,7 @@ def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp
     each by a copy the calling thread makes, so that the judge's writes land on its own CPU."""
     import torch
 
-    from judge.shared import SharedTensors
+    from judge.judging.shared import SharedTensors
 
     shared = SharedTensors(tmp_path / "fresh.raw", [([2, 3], "float32"), ([5], "int32"),
                                                     ([2], "bool")], writable_by_others=False)
@@ -179,7 +179,7 @@ def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp
 def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
     import os
 
-    from judge.timing import on_cpus
+    from judge.judging.timing import on_cpus
 
     before = os.sched_getaffinity(0)
     one = {max(before)}
@@ -196,7 +196,7 @@ def test_inputs_drawn_ahead_are_each_rounds_own_and_drawn_off_the_contenders_cpu
     import os
     import threading
 
-    from judge.timing import FreshRounds
+    from judge.judging.timing import FreshRounds
 
     cpus = sorted(os.sched_getaffinity(0))
     ahead = {cpus[0]}

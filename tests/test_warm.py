@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.pipeline import JudgeOptions, judge_source
+from judge.judging.pipeline import JudgeOptions, judge_source
+from judge.judging.warm import Slot, SlotPool, startup_env
 from judge.verdicts import Verdict
-from judge.warm import Slot, SlotPool, startup_env
 from sandbox import SandboxLimits
 from tests.conftest import make_sandbox
 
@@ -181,7 +181,7 @@ def test_a_warm_run_takes_its_judgings_memory_cap_and_cpus(cpu):
 def test_a_dead_judges_job_directories_are_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
     import subprocess
 
-    from judge import warm
+    from judge.judging import warm
 
     monkeypatch.setenv("KJUDGE_WORK_DIR", str(tmp_path))
     dead = subprocess.Popen(["true"])

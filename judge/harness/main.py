@@ -5,7 +5,7 @@ UNTRUSTED SIDE. This file runs inside the sandbox, in the same process as the co
 torch, the language's own package and `protocol.py` beside it (the requests and replies, shared
 with the judge), and never sees the seed, the reference outputs or the judge's state: it gets
 input files, and writes output files that the trusted side checks. Nothing it measures is trusted
-on its own: the judge times every request with its own clock (judge/timing.py).
+on its own: the judge times every request with its own clock (judge/judging/timing.py).
 """
 
 from __future__ import annotations

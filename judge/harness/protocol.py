@@ -10,7 +10,7 @@ the judge, and its reply echoes it: a line written into the channel by contestan
 the harness's process) cannot answer a request unless it finds the nonce in the harness's memory,
 and a reply that does not answer its request ends the run.
 
-A harness is started ahead of its judging (a warm slot, judge/warm.py) and says
+A harness is started ahead of its judging (a warm slot, judge/judging/warm.py) and says
     {"ok": true, "stage": "warm"}             once torch is imported; it then waits for
     config   config                          the judging's config (below), its first request,
 Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}

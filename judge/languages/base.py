@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from sandbox import Mount, Sandbox, SandboxLimits
 
 BUILD_DIR = "/kj/build"
@@ -50,7 +50,7 @@ class Language:
     source_name: str = "submission.py"
     # devices on which it compiles at the first call of each new shape (Triton, TileLang on GPUs)
     jit_devices: tuple[str, ...] = ()
-    # environment variables that name its JIT's on-disk cache (judge/jit_cache.py keeps one per
+    # environment variables that name its JIT's on-disk cache (judge/judging/jit_cache.py keeps one per
     # source, toolchain and device)
     jit_cache_env: tuple[str, ...] = ()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, tool_version
 
 

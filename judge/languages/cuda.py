@@ -7,7 +7,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, support_source, tool_version
 from sandbox.base import DEFAULT_PATH
 

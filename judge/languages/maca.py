@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, support_source, tool_version
 
 CHECK_SOURCE = "kjudge_check.maca"  # kjudge_device_check: MACA errors after run_kernel become RE

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
 from judge.languages.cuda import LANGUAGE as CUDA
 from judge.languages.cuda import cuda_home

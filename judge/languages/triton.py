@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
 
 

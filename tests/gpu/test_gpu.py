@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from judge.harness import main as harness
+from judge.judging.pipeline import JudgeOptions, judge_source
 from judge.languages import get_language
-from judge.pipeline import JudgeOptions, judge_source
-from judge.problem import load_problem
+from judge.problem.schema import load_problem
 from judge.verdicts import Verdict
 from sandbox import SandboxLimits
 
@@ -47,7 +47,7 @@ def record(**figures) -> None:
 
 @pytest.fixture(scope="module")
 def cuda():
-    from judge.device import detect
+    from judge.host.device import detect
 
     return detect("cuda")
 
@@ -55,7 +55,7 @@ def cuda():
 @pytest.fixture(scope="module")
 def gpu_sandbox(cuda):
     """The best sandbox here, with the GPU's device nodes (as `kjudge judge` and workers get it)."""
-    from judge.device import device_nodes
+    from judge.host.device import device_nodes
     from sandbox import get_sandbox
 
     return get_sandbox("auto", devices=device_nodes(cuda), gpu_uuid=cuda.uuid)
@@ -131,7 +131,7 @@ def test_the_flush_covers_twice_the_l2_and_persisting_lines_are_reset(cuda):
 
 
 def test_nvml_state_is_recorded(cuda):
-    from judge.telemetry import gpu_state
+    from judge.host.telemetry import gpu_state
 
     state = gpu_state(cuda)
     assert state is not None and state["temperature_c"] and state["sm_clock_mhz"]

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from judge.judging.pipeline import JudgeOptions, judge_source
 from judge.languages.base import cache_root
-from judge.pipeline import JudgeOptions, judge_source
-from judge.problem import load_problem
+from judge.problem.schema import load_problem
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS, ROOT, make_sandbox
 

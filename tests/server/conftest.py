@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.server import db
-from judge.server.config import Settings
+from judge.service import db
+from judge.service.config import Settings
 from tests.conftest import PROBLEMS
 
 POSTGRES_ADMIN = os.environ.get("KJUDGE_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from judge.server import db, service
-from judge.server.api import create_app
+from judge.service import db, store
+from judge.service.api import create_app
 from tests.conftest import PROBLEMS
 
 LOOP = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
@@ -20,10 +20,10 @@ TESTS = [
 @pytest.fixture
 def api(config):
     with db.session(config.database_url) as s:
-        service.sync_problems(s, config)
-        _, admin = service.create_user(s, "root", admin=True)
-        _, alice = service.create_user(s, "alice")
-        _, bob = service.create_user(s, "bob")
+        store.sync_problems(s, config)
+        _, admin = store.create_user(s, "root", admin=True)
+        _, alice = store.create_user(s, "alice")
+        _, bob = store.create_user(s, "bob")
     client = TestClient(create_app(config, janitor=False))
     client.tokens = {"admin": admin, "alice": alice, "bob": bob}
     client.config = config
@@ -41,8 +41,8 @@ def post_submission(api, who="alice", **body):
 
 def finish(api, judging_id, verdict="AC", score=100.0):
     with db.session(api.config.database_url) as s:
-        token = service.claim(s, judging_id, "api-test-worker")
-        service.finish(s, judging_id, token, verdict=verdict, score=score, speedup=score / 100,
+        token = store.claim(s, judging_id, "api-test-worker")
+        store.finish(s, judging_id, token, verdict=verdict, score=score, speedup=score / 100,
                        tests=TESTS)
 
 

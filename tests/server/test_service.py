@@ -9,31 +9,31 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from judge.server import service
-from judge.server.models import Contest, Judging, utcnow
+from judge.service import store
+from judge.service.models import Contest, JudgingRow, utcnow
 
 AC_SOURCE = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
 
 
 @pytest.fixture
 def world(s, config):
-    service.sync_problems(s, config)
-    admin, _ = service.create_user(s, "root", admin=True)
-    alice, alice_token = service.create_user(s, "alice")
-    bob, _ = service.create_user(s, "bob")
+    store.sync_problems(s, config)
+    admin, _ = store.create_user(s, "root", admin=True)
+    alice, alice_token = store.create_user(s, "alice")
+    bob, _ = store.create_user(s, "bob")
     s.commit()
     return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
 
 
 def finish_with(s, judging_id: int, verdict: str, score: float = 0.0) -> None:
-    token = service.claim(s, judging_id, "test-worker")
+    token = store.claim(s, judging_id, "test-worker")
     assert token
-    assert service.finish(s, judging_id, token, verdict=verdict, score=score)
+    assert store.finish(s, judging_id, token, verdict=verdict, score=score)
     s.commit()
 
 
 def submit(s, config, user, problem="vector_add", language="cpp", source=AC_SOURCE, **kw):
-    submission, work = service.submit(s, config, user, problem, language, source, **kw)
+    submission, work = store.submit(s, config, user, problem, language, source, **kw)
     s.commit()
     return submission, work
 
@@ -46,22 +46,22 @@ def test_migrations_create_every_table(s):
 
 
 def test_problems_are_loaded_with_their_version(s, config):
-    invalid = service.sync_problems(s, config)
+    invalid = store.sync_problems(s, config)
     assert invalid == {}
-    row = service.get_problem(s, "vector_add")
+    row = store.get_problem(s, "vector_add")
     assert row.version and "cpp" in row.languages
-    with pytest.raises(service.ServiceError) as info:
-        service.get_problem(s, "nope")
+    with pytest.raises(store.ServiceError) as info:
+        store.get_problem(s, "nope")
     assert info.value.status == 404
 
 
 def test_tokens_are_stored_hashed_and_authenticate(s, world):
     token = world["alice_token"]
-    assert service.authenticate(s, token).name == "alice"
+    assert store.authenticate(s, token).name == "alice"
     assert world["alice"].token_hash != token
-    assert service.authenticate(s, "kj_wrong") is None
-    with pytest.raises(service.ServiceError, match="exists"):
-        service.create_user(s, "alice")
+    assert store.authenticate(s, "kj_wrong") is None
+    with pytest.raises(store.ServiceError, match="exists"):
+        store.create_user(s, "alice")
 
 
 @pytest.mark.parametrize("kwargs,status", [
@@ -72,7 +72,7 @@ def test_tokens_are_stored_hashed_and_authenticate(s, world):
     ({"source": "x" * 300_000}, 413),
 ])
 def test_bad_submissions_are_refused_with_a_status(s, config, world, kwargs, status):
-    with pytest.raises(service.ServiceError) as info:
+    with pytest.raises(store.ServiceError) as info:
         submit(s, config, world["alice"], **kwargs)
     assert info.value.status == status and info.value.message
 
@@ -81,7 +81,7 @@ def test_rate_limit_per_user(s, config, world):
     limited = replace(config, submissions_per_minute=2)
     submit(s, limited, world["alice"])
     submit(s, limited, world["alice"])
-    with pytest.raises(service.ServiceError) as info:
+    with pytest.raises(store.ServiceError) as info:
         submit(s, limited, world["alice"])
     assert info.value.status == 429
     submit(s, limited, world["bob"])  # others are not affected
@@ -94,10 +94,10 @@ def test_contest_window_and_problem_set(s, config, world):
     s.add(Contest(slug="live", title="Live", problems=["softmax"], device="cpu",
                   starts_at=now - timedelta(hours=1), ends_at=now + timedelta(hours=1)))
     s.commit()
-    with pytest.raises(service.ServiceError) as info:
+    with pytest.raises(store.ServiceError) as info:
         submit(s, config, world["alice"], contest_slug="past")
     assert info.value.status == 403 and "ended" in info.value.message
-    with pytest.raises(service.ServiceError) as info:
+    with pytest.raises(store.ServiceError) as info:
         submit(s, config, world["alice"], contest_slug="live")
     assert info.value.status == 404
     submission, work = submit(s, config, world["alice"], problem="softmax", contest_slug="live")
@@ -106,62 +106,62 @@ def test_contest_window_and_problem_set(s, config, world):
 
 def test_a_judging_is_claimed_and_finished_exactly_once(s, config, world):
     _, work = submit(s, config, world["alice"])
-    first = service.claim(s, work.judging_id, "w1")
-    assert first and service.claim(s, work.judging_id, "w2") is None
-    assert service.holds(s, work.judging_id, first, state="RUNNING")
-    assert service.finish(s, work.judging_id, first, verdict="AC", score=50.0)
-    assert not service.finish(s, work.judging_id, first, verdict="WA")  # second finish ignored
+    first = store.claim(s, work.judging_id, "w1")
+    assert first and store.claim(s, work.judging_id, "w2") is None
+    assert store.holds(s, work.judging_id, first, state="RUNNING")
+    assert store.finish(s, work.judging_id, first, verdict="AC", score=50.0)
+    assert not store.finish(s, work.judging_id, first, verdict="WA")  # second finish ignored
     s.commit()
-    judging = s.get(Judging, work.judging_id)
+    judging = s.get(JudgingRow, work.judging_id)
     assert (judging.state, judging.verdict, judging.attempts) == ("DONE", "AC", 1)
 
 
 def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world):
     _, work = submit(s, config, world["alice"])
     quick = replace(config, stale_after_s=0, max_attempts=2)
-    old = service.claim(s, work.judging_id, "w1")
-    s.execute(Judging.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
-    requeue, failed = service.stale_claims(s, quick)
+    old = store.claim(s, work.judging_id, "w1")
+    s.execute(JudgingRow.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
+    requeue, failed = store.stale_claims(s, quick)
     s.commit()
     assert [w.judging_id for w in requeue] == [work.judging_id] and not failed
-    assert not service.finish(s, work.judging_id, old, verdict="AC")  # the dead claim is void
-    service.claim(s, work.judging_id, "w2")
-    s.execute(Judging.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
-    requeue, failed = service.stale_claims(s, quick)
+    assert not store.finish(s, work.judging_id, old, verdict="AC")  # the dead claim is void
+    store.claim(s, work.judging_id, "w2")
+    s.execute(JudgingRow.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
+    requeue, failed = store.stale_claims(s, quick)
     s.commit()
-    judging = s.get(Judging, work.judging_id)
+    judging = s.get(JudgingRow, work.judging_id)
     assert failed == [work.judging_id] and judging.verdict == "SE" and judging.flags
 
 
 def test_unpublished_and_lost_messages_are_found(s, config, world):
     _, work = submit(s, config, world["alice"])
-    # just stored: its API process is publishing it (tasks.Publisher), the janitor leaves it
-    assert service.unpublished(s, config, {}) == []
-    s.execute(Judging.__table__.update().values(queued_at=utcnow() - timedelta(seconds=5)))
+    # just stored: its API process is publishing it (broker.Publisher), the janitor leaves it
+    assert store.unpublished(s, config, {}) == []
+    s.execute(JudgingRow.__table__.update().values(queued_at=utcnow() - timedelta(seconds=5)))
     s.commit()
-    assert [w.judging_id for w in service.unpublished(s, config, {})] == [work.judging_id]
-    service.mark_enqueued(s, [work.judging_id])
-    s.execute(Judging.__table__.update().values(enqueued_at=utcnow() - timedelta(minutes=1)))
+    assert [w.judging_id for w in store.unpublished(s, config, {})] == [work.judging_id]
+    store.mark_enqueued(s, [work.judging_id])
+    s.execute(JudgingRow.__table__.update().values(enqueued_at=utcnow() - timedelta(minutes=1)))
     s.commit()
-    assert service.unpublished(s, config, {work.queue: 1}) == []  # the broker holds it
-    lost = service.unpublished(s, config, {work.queue: 0})  # e.g. Redis restarted empty
+    assert store.unpublished(s, config, {work.queue: 1}) == []  # the broker holds it
+    lost = store.unpublished(s, config, {work.queue: 0})  # e.g. Redis restarted empty
     assert [w.judging_id for w in lost] == [work.judging_id]
 
 
 def test_rejudge_keeps_history_and_the_current_result_moves(s, config, world):
     submission, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "WA")
-    assert service.current_judging(submission).verdict == "WA"
-    record, rework = service.rejudge(s, world["admin"], {"problem": "vector_add"}, "fixed data")
+    assert store.current_judging(submission).verdict == "WA"
+    record, rework = store.rejudge(s, world["admin"], {"problem": "vector_add"}, "fixed data")
     s.commit()
     assert len(rework) == 1 and rework[0].queue.endswith(".rejudge")
     s.refresh(submission)
-    assert service.current_judging(submission).verdict == "WA"  # until the rejudge finishes
+    assert store.current_judging(submission).verdict == "WA"  # until the rejudge finishes
     finish_with(s, rework[0].judging_id, "AC", 120.0)
     s.refresh(submission)
-    assert service.current_judging(submission).verdict == "AC"
+    assert store.current_judging(submission).verdict == "AC"
     assert [j.verdict for j in submission.judgings] == ["WA", "AC"]
-    assert service.rejudge_progress(s, record.id) == {"total": 1, "done": 1, "pending": 0}
+    assert store.rejudge_progress(s, record.id) == {"total": 1, "done": 1, "pending": 0}
 
 
 def test_rejudge_filters(s, config, world):
@@ -169,18 +169,18 @@ def test_rejudge_filters(s, config, world):
     b, wb = submit(s, config, world["bob"])
     finish_with(s, wa.judging_id, "WA")
     finish_with(s, wb.judging_id, "AC", 100)
-    _, by_user = service.rejudge(s, world["admin"], {"user": "bob"}, "r")
-    _, by_verdict = service.rejudge(s, world["admin"], {"verdict": "WA"}, "r")
-    _, by_id = service.rejudge(s, world["admin"], {"submission_ids": [a.id, b.id]}, "r")
-    _, since = service.rejudge(s, world["admin"],
+    _, by_user = store.rejudge(s, world["admin"], {"user": "bob"}, "r")
+    _, by_verdict = store.rejudge(s, world["admin"], {"verdict": "WA"}, "r")
+    _, by_id = store.rejudge(s, world["admin"], {"submission_ids": [a.id, b.id]}, "r")
+    _, since = store.rejudge(s, world["admin"],
                                {"since": utcnow() + timedelta(hours=1)}, "r")
-    ids = lambda work: sorted(s.get(Judging, w.judging_id).submission_id for w in work)  # noqa: E731
+    ids = lambda work: sorted(s.get(JudgingRow, w.judging_id).submission_id for w in work)  # noqa: E731
     assert ids(by_user) == [b.id] and ids(by_verdict) == [a.id]
     assert ids(by_id) == [a.id, b.id] and since == []
-    with pytest.raises(service.ServiceError):
-        service.rejudge(s, world["admin"], {}, "everything?")
-    with pytest.raises(service.ServiceError):
-        service.rejudge(s, world["admin"], {"user": "bob"}, " ")
+    with pytest.raises(store.ServiceError):
+        store.rejudge(s, world["admin"], {}, "everything?")
+    with pytest.raises(store.ServiceError):
+        store.rejudge(s, world["admin"], {"user": "bob"}, " ")
 
 
 def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
@@ -193,7 +193,7 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
     finish_with(s, w3.judging_id, "WA", 999)  # correctness gate: never ranked
     _, w4 = submit(s, config, bob, problem="softmax")
     finish_with(s, w4.judging_id, "AC", 120)  # same total, reached later
-    board = service.leaderboard(s)
+    board = store.leaderboard(s)
     rows = {r["user"]: r for r in board["rows"]}
     assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
     assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
@@ -203,22 +203,22 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
 def test_a_system_error_never_replaces_a_real_verdict(s, config, world):
     submission, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    _, rework = service.rejudge(s, world["admin"], {"submission_ids": [submission.id]}, "r")
+    _, rework = store.rejudge(s, world["admin"], {"submission_ids": [submission.id]}, "r")
     s.commit()
     finish_with(s, rework[0].judging_id, "SE")
     s.refresh(submission)
-    assert service.current_judging(submission).verdict == "AC"
-    assert service.leaderboard(s)["rows"][0]["total"] == 100
+    assert store.current_judging(submission).verdict == "AC"
+    assert store.leaderboard(s)["rows"][0]["total"] == 100
     only_se, w2 = submit(s, config, world["bob"])
     finish_with(s, w2.judging_id, "SE")
-    assert service.current_judging(only_se).verdict == "SE"
+    assert store.current_judging(only_se).verdict == "SE"
 
 
 def test_live_work_is_seen_from_the_rejudge_queue(s, config, world):
     _, work = submit(s, config, world["alice"])
-    assert service.live_work_waiting(s, work.queue + ".rejudge")
+    assert store.live_work_waiting(s, work.queue + ".rejudge")
     finish_with(s, work.judging_id, "AC", 1)
-    assert not service.live_work_waiting(s, work.queue + ".rejudge")
+    assert not store.live_work_waiting(s, work.queue + ".rejudge")
 
 
 def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_does(s, config,
@@ -229,7 +229,7 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
     score."""
     import random
 
-    from judge.server.models import Submission
+    from judge.service.models import Submission
 
     rng = random.Random(7)
     config = replace(config, submissions_per_minute=1000)
@@ -237,24 +237,24 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
         submission, work = submit(s, config, rng.choice([world["alice"], world["bob"]]))
         ids = [work.judging_id]
         for _ in range(rng.randrange(3)):
-            ids.append(Judging(submission_id=submission.id, queue=work.queue))
+            ids.append(JudgingRow(submission_id=submission.id, queue=work.queue))
             s.add(ids[-1])
             s.flush()
             ids[-1] = ids[-1].id
         for judging_id in ids:
-            judging = s.get(Judging, judging_id)
+            judging = s.get(JudgingRow, judging_id)
             judging.state = rng.choice(["DONE", "DONE", "DONE", "RUNNING"])
             judging.verdict = rng.choice(["AC", "AC", "WA", "SE"])
             judging.score = rng.uniform(1, 100)
             judging.valid = rng.random() > 0.15
         s.commit()
     expected = set()
-    for submission in s.scalars(service.with_results(select(Submission))).unique():
-        current = service.current_judging(submission)
+    for submission in s.scalars(store.with_results(select(Submission))).unique():
+        current = store.current_judging(submission)
         if current is not None and current.verdict == "AC":
             expected.add((submission.user.name, round(current.score, 9)))
     got = {(name, round(score, 9)) for _uid, name, _slug, score, _at in
-           service.current_accepted(s)}
+           store.current_accepted(s)}
     assert got == expected and expected
 
 
@@ -262,18 +262,18 @@ def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
     """The leaderboard and problem list are computed once per change of the results: every
     judging's end moves the results counter in its own transaction, so no read after it sees
     the board from before; a database that lost its counter row still moves on."""
-    from judge.server.models import Counter
+    from judge.service.models import Counter
 
-    assert service.leaderboard(s)["rows"] == []
+    assert store.leaderboard(s)["rows"] == []
     _, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    assert [r["user"] for r in service.leaderboard(s)["rows"]] == ["alice"]
-    assert service.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
+    assert [r["user"] for r in store.leaderboard(s)["rows"]] == ["alice"]
+    assert store.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
                                                                       "best_score": 100}
     s.query(Counter).delete()
     s.commit()
     _, work = submit(s, config, world["bob"])
     finish_with(s, work.judging_id, "AC", 200)
-    assert [r["user"] for r in service.leaderboard(s)["rows"]] == ["bob", "alice"]
-    cached = service.results(s)
-    assert service.results(s) is cached  # nothing changed: nothing recomputed
+    assert [r["user"] for r in store.leaderboard(s)["rows"]] == ["bob", "alice"]
+    cached = store.results(s)
+    assert store.results(s) is cached  # nothing changed: nothing recomputed

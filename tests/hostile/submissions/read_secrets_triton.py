@@ -16,7 +16,7 @@ def _readable(path):
         return False
 
 
-LEAKED = (_readable("@PROBLEM_DIR@/reference.py") or _readable("@REPO@/judge/pipeline.py")
+LEAKED = (_readable("@PROBLEM_DIR@/reference.py") or _readable("@REPO@/judge/judging/pipeline.py")
           or _readable("@DATABASE@") or "KJUDGE_SECRET_CANARY" in os.environ
           or any(k.startswith("KJUDGE_DATABASE") for k in os.environ))
 

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judge import exprs
 from judge.harness.protocol import SCALAR_DTYPES, TENSOR_DTYPES
+from judge.problem import exprs
 from judge.verdicts import Verdict
 
 PROBLEM_FILE = "problem.yaml"
@@ -124,7 +124,7 @@ class Rule(_Strict):
     forbid_calls: list[str] = []
     # allow-list form (Python languages): outside its kernels the source may call only these
     # PyTorch functions (`empty`, `torch.empty`) and tensor methods (`.view`); `plumbing` names
-    # allocation, views, copies and metadata (judge/rules.py)
+    # allocation, views, copies and metadata (judge/judging/rules.py)
     allow_torch: list[str] | None = None
 
     @model_validator(mode="after")

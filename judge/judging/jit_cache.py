@@ -22,7 +22,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 from judge.languages.base import Language, cache_root
 
 MAX_BYTES = 256 * 2**20

@@ -45,7 +45,7 @@ class User(Base):
         return self.role == "admin"
 
 
-class Problem(Base):
+class ProblemRow(Base):
     __tablename__ = "problems"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -94,12 +94,12 @@ class Submission(Base):
                                                  index=True)
 
     user: Mapped[User] = relationship()
-    problem: Mapped[Problem] = relationship()
-    judgings: Mapped[list[Judging]] = relationship(back_populates="submission",
-                                                   order_by="Judging.id")
+    problem: Mapped[ProblemRow] = relationship()
+    judgings: Mapped[list[JudgingRow]] = relationship(back_populates="submission",
+                                                   order_by="JudgingRow.id")
 
 
-class Judging(Base):
+class JudgingRow(Base):
     __tablename__ = "judgings"
     __table_args__ = (Index("ix_judgings_state_queue", "state", "queue"),)
 

@@ -21,11 +21,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from judge import signature
-from judge.problem import ProblemError, load_problem
-from judge.server import db, service, tasks
-from judge.server.config import Settings, settings
-from judge.server.models import Contest, Judging, Problem, Rejudge, Submission, User
+from judge.problem import signature
+from judge.problem.schema import ProblemError, load_problem
+from judge.service import broker, db, store
+from judge.service.config import Settings, settings
+from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.verdicts import State
 
 log = logging.getLogger("kjudge.api")
@@ -82,19 +82,19 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 def optional_user(s: SessionDep, authorization: Annotated[str | None, Header()] = None):
     token = authorization.removeprefix("Bearer ").strip() if authorization else None
-    return service.authenticate(s, token)
+    return store.authenticate(s, token)
 
 
 async def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
     if user is None:
-        raise service.ServiceError(401, "send a valid token: Authorization: Bearer <token> "
+        raise store.ServiceError(401, "send a valid token: Authorization: Bearer <token> "
                                         "(kjudge user add NAME prints one)")
     return user
 
 
 async def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
     if not user.is_admin:
-        raise service.ServiceError(403, "this needs an admin token")
+        raise store.ServiceError(403, "this needs an admin token")
     return user
 
 
@@ -122,7 +122,7 @@ def _janitor(app: FastAPI, stop: threading.Event) -> None:
 def _sweep_until(app: FastAPI, stop: threading.Event) -> None:
     while not stop.wait(JANITOR_INTERVAL_S):
         try:
-            tasks.sweep(app.state.settings)
+            broker.sweep(app.state.settings)
         except Exception as exc:
             log.warning("janitor sweep failed: %s", exc)
 
@@ -141,10 +141,10 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
     app = FastAPI(title="kernel-judge", version="0.1.0", lifespan=lifespan)
     app.state.settings = config or settings()
     app.state.janitor = janitor
-    app.state.publisher = tasks.Publisher(app.state.settings)
+    app.state.publisher = broker.Publisher(app.state.settings)
 
-    @app.exception_handler(service.ServiceError)
-    async def _service_error(_request: Request, exc: service.ServiceError):
+    @app.exception_handler(store.ServiceError)
+    async def _service_error(_request: Request, exc: store.ServiceError):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
@@ -181,7 +181,7 @@ def highlight_source(source: str, language: str) -> str:
     return highlight(source, lexer, HtmlFormatter(noclasses=True, nowrap=False))
 
 
-def judging_view(judging: Judging | None, show_secret: bool, admin: bool) -> dict:
+def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> dict:
     if judging is None:
         return {}
     tests = []
@@ -206,8 +206,8 @@ def judging_view(judging: Judging | None, show_secret: bool, admin: bool) -> dic
 
 
 def submission_view(submission: Submission, user: User, with_source: bool = True) -> dict:
-    current = service.current_judging(submission)
-    latest = service.latest_judging(submission)
+    current = store.current_judging(submission)
+    latest = store.latest_judging(submission)
     view = {
         "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
         "language": submission.language, "created_at": submission.created_at,
@@ -234,19 +234,19 @@ def _routes(app: FastAPI) -> None:
     @app.get("/api/problems")
     def problems(s: SessionDep,
                  user: Annotated[User | None, Depends(optional_user)] = None) -> list[dict]:
-        rows = s.scalars(select(Problem).where(Problem.active).order_by(Problem.slug))
-        stats = service.problem_stats(s, user)
+        rows = s.scalars(select(ProblemRow).where(ProblemRow.active).order_by(ProblemRow.slug))
+        stats = store.problem_stats(s, user)
         return [{"slug": p.slug, "title": p.title, "languages": p.languages,
                  "version": p.version, **stats.get(p.slug, {"solvers": 0, "best_score": None})}
                 for p in rows]
 
     @app.get("/api/problems/{slug}")
     def problem(slug: str, s: SessionDep) -> dict:
-        row = service.get_problem(s, slug)
+        row = store.get_problem(s, slug)
         try:
             loaded = load_problem(row.path)
         except ProblemError as exc:
-            raise service.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
+            raise store.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
         spec = loaded.spec
         templates = {}
         for language in spec.languages:
@@ -271,14 +271,14 @@ def _routes(app: FastAPI) -> None:
 
     @app.post("/api/problems/reload")
     def reload_problems(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
-        invalid = service.sync_problems(s, config)
-        loaded = s.scalars(select(Problem.slug).where(Problem.active)).all()
+        invalid = store.sync_problems(s, config)
+        loaded = s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()
         return {"loaded": sorted(loaded), "invalid": invalid}
 
     @app.post("/api/submissions", status_code=202)
     def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
                           user: UserDep, request: Request) -> dict:
-        submission, work = service.submit(s, config, user, body.problem, body.language,
+        submission, work = store.submit(s, config, user, body.problem, body.language,
                                           body.source, body.contest)
         s.commit()  # stored before it is published: a broker failure loses nothing
         request.app.state.publisher.send([work])
@@ -287,7 +287,7 @@ def _routes(app: FastAPI) -> None:
     @app.get("/api/submissions/{submission_id}")
     def get_submission(submission_id: int, s: SessionDep, user: UserDep,
                        highlight: bool = False) -> dict:
-        view = submission_view(service.get_submission(s, user, submission_id), user)
+        view = submission_view(store.get_submission(s, user, submission_id), user)
         if highlight:
             view["source_html"] = highlight_source(view["source"], view["language"])
         return view
@@ -297,13 +297,13 @@ def _routes(app: FastAPI) -> None:
                          verdict: str | None = None, user_name: Annotated[
                              str | None, Query(alias="user")] = None,
                          limit: int = Query(100, le=1000)) -> list[dict]:
-        query = service.with_results(select(Submission)).order_by(Submission.id.desc())
+        query = store.with_results(select(Submission)).order_by(Submission.id.desc())
         if not user.is_admin:
             query = query.where(Submission.user_id == user.id)
         elif user_name:
             query = query.join(User).where(User.name == user_name)
         if problem:
-            query = query.where(Submission.problem_id == service.get_problem(s, problem).id)
+            query = query.where(Submission.problem_id == store.get_problem(s, problem).id)
         rows = [submission_view(x, user, with_source=False) for x in s.scalars(query).unique()]
         if verdict:
             rows = [r for r in rows if r["verdict"] == verdict]
@@ -311,7 +311,7 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/api/submissions/{submission_id}/judgings")
     def judgings(submission_id: int, s: SessionDep, user: UserDep) -> list[dict]:
-        submission = service.get_submission(s, user, submission_id)
+        submission = store.get_submission(s, user, submission_id)
         reasons = {r.id: r.reason for r in s.scalars(select(Rejudge).where(
             Rejudge.id.in_([j.rejudge_id for j in submission.judgings if j.rejudge_id])))}
         return [{**judging_view(j, user.is_admin, user.is_admin),
@@ -320,7 +320,7 @@ def _routes(app: FastAPI) -> None:
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,
                     user: Annotated[User | None, Depends(optional_user)] = None) -> dict:
-        found = service.results(s, service.get_contest(s, contest) if contest else None)
+        found = store.results(s, store.get_contest(s, contest) if contest else None)
         mine = next((r for r in found.board["rows"] if user and r["user"] == user.name), None)
         me = {"rank": mine["rank"], "total": mine["total"]} if mine else None
         # the board encoded once per change of the results, this reader's rank in front
@@ -330,25 +330,25 @@ def _routes(app: FastAPI) -> None:
     @app.post("/api/rejudge", status_code=202)
     def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep, admin: AdminDep) -> dict:
         filters = body.model_dump(exclude={"reason"})
-        record, work = service.rejudge(s, admin, filters, body.reason)
+        record, work = store.rejudge(s, admin, filters, body.reason)
         s.commit()
-        tasks.publish(config, work)
-        return {"id": record.id, **service.rejudge_progress(s, record.id)}
+        broker.publish(config, work)
+        return {"id": record.id, **store.rejudge_progress(s, record.id)}
 
     @app.get("/api/rejudge/{rejudge_id}")
     def rejudge_status(rejudge_id: int, s: SessionDep, _admin: AdminDep) -> dict:
         record = s.get(Rejudge, rejudge_id)
         if record is None:
-            raise service.ServiceError(404, f"no rejudge {rejudge_id}")
+            raise store.ServiceError(404, f"no rejudge {rejudge_id}")
         return {"id": record.id, "reason": record.reason, "filters": record.filters,
-                "created_at": record.created_at, **service.rejudge_progress(s, rejudge_id)}
+                "created_at": record.created_at, **store.rejudge_progress(s, rejudge_id)}
 
     @app.get("/api/queue")
     def queue(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
-        rows = s.execute(select(Judging.queue, Judging.state, func.count(Judging.id),
-                                func.min(Judging.queued_at))
-                         .where(Judging.state != State.DONE.value)
-                         .group_by(Judging.queue, Judging.state)).all()
+        rows = s.execute(select(JudgingRow.queue, JudgingRow.state, func.count(JudgingRow.id),
+                                func.min(JudgingRow.queued_at))
+                         .where(JudgingRow.state != State.DONE.value)
+                         .group_by(JudgingRow.queue, JudgingRow.state)).all()
         queues: dict[str, dict] = {}
         for name, state, count, oldest in rows:
             entry = queues.setdefault(name, {"queued": 0, "running": 0, "oldest_waiting": None})
@@ -357,15 +357,15 @@ def _routes(app: FastAPI) -> None:
                 entry["oldest_waiting"] = oldest
             else:
                 entry["running"] += count
-        workers = s.execute(select(Judging.worker, func.max(Judging.heartbeat_at))
-                            .where(Judging.worker.is_not(None))
-                            .group_by(Judging.worker)).all()
+        workers = s.execute(select(JudgingRow.worker, func.max(JudgingRow.heartbeat_at))
+                            .where(JudgingRow.worker.is_not(None))
+                            .group_by(JudgingRow.worker)).all()
         return {"queues": queues,
                 "workers": [{"name": w, "last_seen": seen} for w, seen in workers]}
 
     @app.post("/api/users", status_code=201)
     def add_user(body: UserIn, s: SessionDep, _admin: AdminDep) -> dict:
-        user, token = service.create_user(s, body.name, body.admin)
+        user, token = store.create_user(s, body.name, body.admin)
         return {"name": user.name, "role": user.role, "token": token}
 
     @app.get("/api/users")
@@ -376,9 +376,9 @@ def _routes(app: FastAPI) -> None:
     @app.post("/api/contests", status_code=201)
     def add_contest(body: ContestIn, s: SessionDep, _admin: AdminDep) -> dict:
         for slug in body.problems:
-            service.get_problem(s, slug)
+            store.get_problem(s, slug)
         if s.scalar(select(Contest).where(Contest.slug == body.slug)):
-            raise service.ServiceError(409, f"contest {body.slug} exists")
+            raise store.ServiceError(409, f"contest {body.slug} exists")
         s.add(Contest(**body.model_dump()))
         return {"slug": body.slug}
 
@@ -386,14 +386,14 @@ def _routes(app: FastAPI) -> None:
     def contests(s: SessionDep) -> list[dict]:
         return [{"slug": c.slug, "title": c.title, "problems": c.problems,
                  "starts_at": c.starts_at, "ends_at": c.ends_at,
-                 "state": service.contest_state(c)}
+                 "state": store.contest_state(c)}
                 for c in s.scalars(select(Contest).order_by(Contest.id))]
 
     @app.get("/api/export")
     def export(s: SessionDep, _admin: AdminDep, format: str = "json"):
         rows = []
         for submission in s.scalars(select(Submission).order_by(Submission.id)):
-            current = service.current_judging(submission)
+            current = store.current_judging(submission)
             rows.append({
                 "submission": submission.id, "user": submission.user.name,
                 "problem": submission.problem.slug, "language": submission.language,
@@ -411,5 +411,5 @@ def _routes(app: FastAPI) -> None:
             writer.writerows(rows)
             return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
         if format != "json":
-            raise service.ServiceError(422, "format must be csv or json")
+            raise store.ServiceError(422, "format must be csv or json")
         return rows

@@ -23,20 +23,17 @@ import torch
 
 import judge
 from checkers import CheckReport, get_checker, merge
-from judge import exprs, jit_cache, scoring
-from judge import timing as timing_loop
-from judge.device import DeviceInfo
-from judge.flusher import CacheFlusher
 from judge.harness import protocol
-from judge.languages import Language, get_language, infer_language
-from judge.problem import Problem, TestPoint
-from judge.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
-from judge.result import JudgeResult, TestReport
-from judge.rules import check_rules, operator_rule
-from judge.shared import SharedTensors
-from judge.telemetry import GpuMemoryWatch, gpu_state
-from judge.verdicts import State, Verdict, overall_verdict
-from judge.warm import (
+from judge.host.device import DeviceInfo
+from judge.host.telemetry import GpuMemoryWatch, gpu_state
+from judge.judging import jit_cache, scoring
+from judge.judging import timing as timing_loop
+from judge.judging.flusher import CacheFlusher
+from judge.judging.record import JudgeResult, TestReport
+from judge.judging.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
+from judge.judging.rules import check_rules, operator_rule
+from judge.judging.shared import SharedTensors
+from judge.judging.warm import (
     CPU_THREADS,
     Slot,
     SlotPool,
@@ -45,6 +42,10 @@ from judge.warm import (
     run_device_env,
     startup_env,
 )
+from judge.languages import Language, get_language, infer_language
+from judge.problem import exprs
+from judge.problem.schema import Problem, TestPoint
+from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
     Mount,
     ProtocolError,
@@ -178,7 +179,9 @@ class Contender:
         self.proc.close()
 
 
-class Judging:
+class JudgingRun:
+    """One judging of one source, in this process: its stages, contenders and record."""
+
     def __init__(self, problem: Problem, source: str, language: Language, device: DeviceInfo,
                  sandbox: Sandbox, options: JudgeOptions):
         self.problem = problem
@@ -396,13 +399,13 @@ class Judging:
 
     @property
     def flushes_from_outside(self) -> bool:
-        """On the CPU device the judge flushes the cache itself (judge/flusher.py); a GPU's
+        """On the CPU device the judge flushes the cache itself (judge/judging/flusher.py); a GPU's
         cache is flushed by the harness, on the device, inside `prepare`."""
         return self.device.kind == "cpu"
 
     def _spawn(self, role: str, language: Language, artifact: Path, source: str) -> Contender:
         """Hand the slot's harness for `role` its artifact, limits and config (not waiting for
-        it to load); a JIT's cache from earlier judgings of this very source (judge/jit_cache.py)."""
+        it to load); a JIT's cache from earlier judgings of this very source (judge/judging/jit_cache.py)."""
         warm = self.slot.harnesses[role]
         env = language.runtime_env(self.device)
         cache = None
@@ -762,4 +765,4 @@ def judge_source(problem: Problem, source: str, *, language: str | Language | No
     if size_kb > problem.spec.limits.source_kb:
         raise SubmissionRejected(f"the source is {size_kb:.0f} KiB; the limit is "
                                  f"{problem.spec.limits.source_kb} KiB")
-    return Judging(problem, source, language, device, sandbox, options or JudgeOptions()).run()
+    return JudgingRun(problem, source, language, device, sandbox, options or JudgeOptions()).run()

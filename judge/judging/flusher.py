@@ -9,7 +9,7 @@ the written lines are back in memory before the call rather than written back du
 the contender is frozen: the flush is outside every request the judge's clock measures, and no
 thread of the submission can run during it.
 
-The size is fixed (judge.device.CPU_FLUSH_BYTES): enough to push a kernel's working set out of
+The size is fixed (judge.host.device.CPU_FLUSH_BYTES): enough to push a kernel's working set out of
 the private caches of any current core, and the same on every machine, whatever L3 a VM reports.
 """
 

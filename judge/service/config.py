@@ -48,7 +48,7 @@ class Settings:
             object.__setattr__(self, "broker_url", os.environ.get(
                 "KJUDGE_BROKER_URL", f"sqla+sqlite:///{data}/broker.db"))
         if self.default_device == "auto":
-            from judge.device import detect, queue_device
+            from judge.host.device import detect, queue_device
 
             object.__setattr__(self, "default_device", queue_device(detect()))
 

@@ -1,7 +1,7 @@
 from alembic import context
 
-from judge.server.db import engine
-from judge.server.models import Base
+from judge.service.db import engine
+from judge.service.models import Base
 
 config = context.config
 

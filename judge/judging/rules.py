@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judge.problem import Rule
+from judge.problem.schema import Rule
 
 PYTHON_LANGUAGES = ("triton", "tilelang", "torch")
 # What `plumbing` allows: allocation, views, copies and metadata, no arithmetic.

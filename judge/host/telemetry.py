@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from functools import cache
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
 
 NVML_SUCCESS = 0
 NVML_ERROR_INSUFFICIENT_SIZE = 7

@@ -15,8 +15,8 @@ from types import ModuleType
 
 import torch
 
-from judge import exprs
-from judge.problem import Problem, TestPoint
+from judge.problem import exprs
+from judge.problem.schema import Problem, TestPoint
 
 
 class ProblemRuntimeError(Exception):

@@ -22,13 +22,13 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from judge.languages import LANGUAGES
-from judge.problem import ProblemError, load_problem
-from judge.server.config import Settings
-from judge.server.models import (
+from judge.problem.schema import ProblemError, load_problem
+from judge.service.config import Settings
+from judge.service.models import (
     Contest,
     Counter,
-    Judging,
-    Problem,
+    JudgingRow,
+    ProblemRow,
     Rejudge,
     Submission,
     User,
@@ -110,19 +110,19 @@ def sync_problems(s: Session, settings: Settings) -> dict[str, list[str]]:
             invalid[folder.name] = [str(i) for i in exc.issues]
             continue
         seen.add(problem.slug)
-        row = s.scalar(select(Problem).where(Problem.slug == problem.slug))
+        row = s.scalar(select(ProblemRow).where(ProblemRow.slug == problem.slug))
         if row is None:
-            row = Problem(slug=problem.slug)
+            row = ProblemRow(slug=problem.slug)
             s.add(row)
         row.title, row.version, row.path = problem.spec.title, problem.version, str(problem.path)
         row.languages, row.active, row.loaded_at = list(problem.spec.languages), True, utcnow()
-    for row in s.scalars(select(Problem).where(Problem.slug.not_in(seen))):
+    for row in s.scalars(select(ProblemRow).where(ProblemRow.slug.not_in(seen))):
         row.active = False
     return invalid
 
 
-def get_problem(s: Session, slug: str) -> Problem:
-    row = s.scalar(select(Problem).where(Problem.slug == slug, Problem.active))
+def get_problem(s: Session, slug: str) -> ProblemRow:
+    row = s.scalar(select(ProblemRow).where(ProblemRow.slug == slug, ProblemRow.active))
     if row is None:
         raise ServiceError(404, f"no problem {slug!r}; GET /api/problems lists them")
     return row
@@ -187,7 +187,7 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
                             source=source, contest_id=contest.id if contest else None)
     s.add(submission)
     s.flush()
-    judging = Judging(submission_id=submission.id, queue=queue_of(settings, contest, False))
+    judging = JudgingRow(submission_id=submission.id, queue=queue_of(settings, contest, False))
     s.add(judging)
     s.flush()
     return submission, Enqueue(judging.id, judging.queue, False)
@@ -211,7 +211,7 @@ def with_results(query):
                          joinedload(Submission.problem))
 
 
-def current_judging(submission: Submission) -> Judging | None:
+def current_judging(submission: Submission) -> JudgingRow | None:
     """The latest finished valid judging: the submission's one current result.
 
     A system error is never scored as a loss: an SE judging does not replace an earlier real
@@ -222,7 +222,7 @@ def current_judging(submission: Submission) -> Judging | None:
     return (real or done or [None])[-1]
 
 
-def latest_judging(submission: Submission) -> Judging | None:
+def latest_judging(submission: Submission) -> JudgingRow | None:
     return submission.judgings[-1] if submission.judgings else None
 
 
@@ -238,17 +238,17 @@ def claim(s: Session, judging_id: int, worker: str) -> str | None:
     """Take a QUEUED judging for this worker; None when it is done or held by another."""
     token = uuid.uuid4().hex
     now = utcnow()
-    result = s.execute(update(Judging).where(Judging.id == judging_id, Judging.state == QUEUED)
+    result = s.execute(update(JudgingRow).where(JudgingRow.id == judging_id, JudgingRow.state == QUEUED)
                        .values(state=State.COMPILING.value, claim=token, worker=worker,
-                               attempts=Judging.attempts + 1, started_at=now, heartbeat_at=now))
+                               attempts=JudgingRow.attempts + 1, started_at=now, heartbeat_at=now))
     return token if result.rowcount == 1 else None
 
 
 def holds(s: Session, judging_id: int, token: str, **values) -> bool:
     """Update a judging only while this claim holds it; False when the claim was lost."""
     values.setdefault("heartbeat_at", utcnow())
-    result = s.execute(update(Judging).where(Judging.id == judging_id, Judging.claim == token,
-                                             Judging.state != DONE).values(**values))
+    result = s.execute(update(JudgingRow).where(JudgingRow.id == judging_id, JudgingRow.claim == token,
+                                             JudgingRow.state != DONE).values(**values))
     return result.rowcount == 1
 
 
@@ -273,8 +273,8 @@ def results_version(s: Session) -> int | None:
 
 def live_work_waiting(s: Session, queue: str) -> bool:
     live = queue.removesuffix(".rejudge")
-    return bool(s.scalar(select(func.count(Judging.id)).where(
-        Judging.queue == live, Judging.state == QUEUED)))
+    return bool(s.scalar(select(func.count(JudgingRow.id)).where(
+        JudgingRow.queue == live, JudgingRow.state == QUEUED)))
 
 
 # -- the janitor ----------------------------------------------------------------------------
@@ -282,9 +282,9 @@ def stale_claims(s: Session, settings: Settings) -> tuple[list[Enqueue], list[in
     """Judgings whose worker stopped beating: requeue them, or end them as SE past the cap."""
     limit = utcnow() - timedelta(seconds=settings.stale_after_s)
     requeue, failed = [], []
-    running = s.scalars(select(Judging).where(
-        Judging.state.in_([State.COMPILING.value, State.RUNNING.value]),
-        Judging.heartbeat_at < limit))
+    running = s.scalars(select(JudgingRow).where(
+        JudgingRow.state.in_([State.COMPILING.value, State.RUNNING.value]),
+        JudgingRow.heartbeat_at < limit))
     for judging in running:
         if judging.attempts >= settings.max_attempts:
             judging.state, judging.verdict, judging.finished_at = DONE, "SE", utcnow()
@@ -304,8 +304,8 @@ def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -
     """QUEUED judgings that the broker may not hold: never published, or more of them than
     messages in their queue (the broker lost messages, e.g. Redis restarted without a disk)."""
     quiet = utcnow() - timedelta(seconds=2)
-    queued = s.execute(select(Judging.id, Judging.queue, Judging.queued_at, Judging.enqueued_at,
-                              Judging.rejudge_id).where(Judging.state == QUEUED)).all()
+    queued = s.execute(select(JudgingRow.id, JudgingRow.queue, JudgingRow.queued_at, JudgingRow.enqueued_at,
+                              JudgingRow.rejudge_id).where(JudgingRow.state == QUEUED)).all()
     by_queue: dict[str, list] = {}
     for judging in queued:
         by_queue.setdefault(judging.queue, []).append(judging)
@@ -321,7 +321,7 @@ def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -
 
 def mark_enqueued(s: Session, judging_ids: list[int]) -> None:
     if judging_ids:
-        s.execute(update(Judging).where(Judging.id.in_(judging_ids))
+        s.execute(update(JudgingRow).where(JudgingRow.id.in_(judging_ids))
                   .values(enqueued_at=utcnow()))
 
 
@@ -357,7 +357,7 @@ def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudg
     work = []
     for submission in submissions:
         queue = latest_judging(submission).queue.removesuffix(".rejudge") + ".rejudge"
-        judging = Judging(submission_id=submission.id, queue=queue, rejudge_id=record.id)
+        judging = JudgingRow(submission_id=submission.id, queue=queue, rejudge_id=record.id)
         s.add(judging)
         s.flush()
         work.append(Enqueue(judging.id, queue, True))
@@ -365,7 +365,7 @@ def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudg
 
 
 def rejudge_progress(s: Session, rejudge_id: int) -> dict:
-    judgings = s.scalars(select(Judging).where(Judging.rejudge_id == rejudge_id)).all()
+    judgings = s.scalars(select(JudgingRow).where(JudgingRow.rejudge_id == rejudge_id)).all()
     done = sum(j.state == DONE for j in judgings)
     return {"total": len(judgings), "done": done, "pending": len(judgings) - done}
 
@@ -376,18 +376,18 @@ def current_accepted(s: Session, contest: Contest | None = None):
     judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
     leaderboard and the problem list count. One aggregate query over the judgings, instead of
     loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
-    done = (Judging.state == DONE) & Judging.valid
-    latest = (select(Judging.submission_id,
-                     func.max(case((Judging.verdict != "SE", Judging.id))).label("real"),
-                     func.max(Judging.id).label("any"))
-              .where(done).group_by(Judging.submission_id).subquery())
-    query = (select(User.id, User.name, Problem.slug, Judging.score, Submission.created_at)
+    done = (JudgingRow.state == DONE) & JudgingRow.valid
+    latest = (select(JudgingRow.submission_id,
+                     func.max(case((JudgingRow.verdict != "SE", JudgingRow.id))).label("real"),
+                     func.max(JudgingRow.id).label("any"))
+              .where(done).group_by(JudgingRow.submission_id).subquery())
+    query = (select(User.id, User.name, ProblemRow.slug, JudgingRow.score, Submission.created_at)
              .select_from(latest)
-             .join(Judging, Judging.id == func.coalesce(latest.c.real, latest.c.any))
+             .join(JudgingRow, JudgingRow.id == func.coalesce(latest.c.real, latest.c.any))
              .join(Submission, Submission.id == latest.c.submission_id)
              .join(User, User.id == Submission.user_id)
-             .join(Problem, Problem.id == Submission.problem_id)
-             .where(Judging.verdict == "AC")
+             .join(ProblemRow, ProblemRow.id == Submission.problem_id)
+             .where(JudgingRow.verdict == "AC")
              .order_by(Submission.created_at, Submission.id))
     if contest is not None:
         query = query.where(Submission.contest_id == contest.id)
@@ -425,7 +425,7 @@ def results(s: Session, contest: Contest | None = None) -> Results:
     this VM) against one counter row that every judging's end moves in its own transaction
     (`results_changed`); the problem set and the contest's own settings are part of the key."""
     problems = tuple(contest.problems if contest else sorted(
-        s.scalars(select(Problem.slug).where(Problem.active)).all()))
+        s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
     window = (contest.id, contest.starts_at, contest.ends_at) if contest else None
     key = (results_version(s), problems, window)
     cache_key = (str(s.get_bind().url), contest.id if contest else None)

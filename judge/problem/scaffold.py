@@ -1,4 +1,4 @@
-"""`kjudge problem new SLUG`: a valid problem folder to edit (a vector add, from judge/templates)."""
+"""`kjudge problem new SLUG`: a valid problem folder to edit (a vector add, from judge/problem/template)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 import shutil
 from pathlib import Path
 
-TEMPLATE = Path(__file__).parent / "templates" / "problem"
+TEMPLATE = Path(__file__).parent / "template"
 SLUG = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.device import DeviceInfo
+from judge.host.device import DeviceInfo
+from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.judging.rules import check_rules
+from judge.judging.warm import SlotPool, startup_env
 from judge.languages import UnknownLanguage, infer_language
-from judge.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
-from judge.problem import Problem, self_tests
-from judge.rules import check_rules
+from judge.problem.schema import Problem, self_tests
 from judge.verdicts import Verdict
-from judge.warm import SlotPool, startup_env
 from sandbox import Sandbox
 
 # Verdicts decided before anything runs: checkable on any device.
@@ -32,7 +32,7 @@ class SelfTestOutcome:
 def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
                    timing: bool = True) -> list[SelfTestOutcome]:
     """Judge every self-test submission; with `timing`, the first AC one is also timed. Each
-    judging's harnesses warm up while the one before runs (judge/warm.py)."""
+    judging's harnesses warm up while the one before runs (judge/judging/warm.py)."""
     pool = SlotPool(sandbox)
     try:
         pool.prepare(startup_env(sandbox, device))

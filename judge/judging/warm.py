@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from judge.device import DeviceInfo, visible_device_env
 from judge.harness import protocol
+from judge.host.device import DeviceInfo, visible_device_env
 from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
 
 log = logging.getLogger("kjudge.warm")

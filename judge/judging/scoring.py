@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judge import exprs
+from judge.problem import exprs
 
 # Standard error of the median from the median absolute deviation: 1.4826 turns the MAD into a
 # standard deviation for normal data, sqrt(pi/2) = 1.2533 is the median's efficiency loss.

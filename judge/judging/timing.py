@@ -1,12 +1,12 @@
 """Timing one test point: the submission and the baseline alternate, and the time that scores.
 
 Trusted side. A round gives each contender, in a random order, one timed call of `run_kernel`:
-on the CPU device the judge flushes the cache from a process of its own (judge/flusher.py) and
+on the CPU device the judge flushes the cache from a process of its own (judge/judging/flusher.py) and
 sends one `time` request; on a GPU the harness gets a `prepare` request first (copy the inputs to
 the device, poison the outputs there, flush the L2), then `time`.
 
 Fresh inputs for every call: each round's inputs are drawn from a seed of that round and written,
-with the outputs poisoned, into files both sides map (judge/shared.py) while both contenders are
+with the outputs poisoned, into files both sides map (judge/judging/shared.py) while both contenders are
 frozen, so no answer replayed from an earlier call — keyed by address, content or call count — is
 right without doing the work, and no input exists before its round. After each turn the judge
 reads what the contender wrote; a uniformly random subset of the rounds (reservoir sampling: the
@@ -43,9 +43,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import scoring
-from judge.problem import Timing
-from judge.shared import SharedTensors
+from judge.judging import scoring
+from judge.judging.shared import SharedTensors
+from judge.problem.schema import Timing
 
 # An excess is charged when it is this many standard errors above zero (the two contenders'
 # samples paired round by round) and above an allowance: two honest harness processes differ
@@ -173,7 +173,7 @@ class FreshRounds:
     `draw(index)` draws round `index`'s inputs (in the judge's memory, which no contender maps)
     and `write(drawn)` writes them where both contenders read them (on `cpus`, the contenders'
     CPUs, where given); `outputs[role]` is that contender's output tensors, shared with it
-    (judge/shared.py); kept outputs are written to `kept_dir`, which no sandbox mounts.
+    (judge/judging/shared.py); kept outputs are written to `kept_dir`, which no sandbox mounts.
 
     With `ahead_cpus` (CPUs the contenders do not use) the next round's inputs are drawn there
     while the current round's turns run: drawing is most of a round's cost for large inputs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from judge.problem import Arg
+from judge.problem.schema import Arg
 
 _C_TENSOR = {
     "float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.result import JudgeResult
+from judge.judging.record import JudgeResult
 
 CSV_SCHEMA_VERSION = 1
 

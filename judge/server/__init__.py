@@ -1,1 +1,0 @@
-"""The judge service (trusted side): persistence, Celery queue and workers, REST API."""

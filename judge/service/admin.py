@@ -1,0 +1,225 @@
+"""Server-side commands of `kjudge`, run on the server's host: serve, worker, db, user."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from judge.service.client import EXIT_OK, CommandError
+
+
+# -- server side -------------------------------------------------------------------------------
+def worker_argv(queues: list[str], concurrency: int, name: str) -> list[str]:
+    """A Celery worker process (judge/service/worker.py: the app is built there, not at import)."""
+    return [sys.executable, "-c", "from judge.service.worker import main; main()", "-Q",
+            ",".join(queues), "-c", str(concurrency), "--pool", "prefork", "-n", name,
+            "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
+
+
+def queues_for(config, queue: str | None, device: str | None) -> list[str]:
+    """The worker's queue (default: from its device, e.g. judge.cpu, judge.cuda.h200) and the
+    `.rejudge` twin it also drains."""
+    if queue is None:
+        from judge.host.device import detect, queue_device
+
+        kind, _, model = queue_device(detect(device)).partition(".")
+        queue = config.queue_for(kind, model)
+    return [queue, queue + ".rejudge"]
+
+
+def embedded_device(config) -> str:
+    """The embedded worker judges what submissions outside contests are routed to."""
+    return "cpu" if config.default_device == "cpu" else config.default_device.split(".")[0]
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from judge.service import db
+    from judge.service.config import settings
+
+    config = settings()
+    db.upgrade(config.database_url)
+    print(f"database at head: {config.database_url}")
+    return EXIT_OK
+
+
+def _prepare(config) -> None:
+    """Migrations, problems, and a first admin on an empty database."""
+    from judge.service import db, store
+    from judge.service.models import User
+
+    db.upgrade(config.database_url)
+    with db.session(config.database_url) as s:
+        invalid = store.sync_problems(s, config)
+        for slug, issues in invalid.items():
+            print(f"problem {slug} not loaded:\n  " + "\n  ".join(issues), file=sys.stderr)
+        if s.query(User).count() == 0:
+            _, token = store.create_user(s, "admin", admin=True)
+            token_file = config.data_dir / "admin-token"
+            token_file.parent.mkdir(parents=True, exist_ok=True)
+            token_file.write_text(token + "\n")
+            token_file.chmod(0o600)
+            print(f"created user admin; its token is in {token_file}")
+
+
+def require_isolation(insecure: bool) -> None:
+    """Workers run untrusted code: one starts only with a sandbox that hides the host from it,
+    unless told `--insecure` (then the `process` backend, which still keeps the run out of the
+    host's other processes and off the network, and flags every judging)."""
+    from sandbox import BACKENDS, ISOLATED, NO_ISOLATION
+
+    name = os.environ.get("KJUDGE_SANDBOX", "auto")
+    if name == "auto" and not any(BACKENDS[n].available() for n in ISOLATED):
+        if not insecure:
+            raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure")
+        name = os.environ["KJUDGE_SANDBOX"] = "process"
+    if name == "process" and not insecure:
+        raise SystemExit("kjudge: KJUDGE_SANDBOX=process does not isolate submissions from the "
+                         "host's files: start with --insecure to judge with it anyway")
+    if name in BACKENDS and not BACKENDS[name].available():
+        raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available here")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from judge.service.api import create_app
+    from judge.service.config import settings
+
+    config = settings()
+    if not args.no_worker:
+        require_isolation(args.insecure)
+    _prepare(config)
+    workers = []
+    if not args.no_worker:
+        device = args.device or embedded_device(config)
+        env = {**os.environ, "KJUDGE_WORKER_DEVICE": device,
+               "KJUDGE_SANDBOX_OWNER": f"worker-{device}-embedded"}
+        for i in range(args.workers):
+            argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
+            workers.append(subprocess.Popen(argv, env=env))
+    log_level = "warning" if args.quiet else "info"
+    try:
+        if args.api_processes > 1:  # each process builds its app from the same settings
+            serve_processes(args.api_processes, args.host, args.port, log_level)
+        else:
+            uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level)
+    finally:
+        for proc in workers:
+            proc.send_signal(signal.SIGTERM)
+        for proc in workers:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return EXIT_OK
+
+
+def serve_processes(count: int, host: str, port: int, log_level: str) -> None:
+    """The API in `count` processes, each with a listening socket of its own on the port
+    (SO_REUSEPORT: the kernel spreads new connections over them evenly; one shared socket let
+    the first process to wake take nearly every keep-alive connection). Ends when any of them
+    ends, or on SIGTERM / Ctrl-C, taking the others with it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # fresh interpreters: no state forked
+    children = [context.Process(target=_serve_one, args=(host, port, log_level), daemon=True)
+                for _ in range(count)]
+    for child in children:
+        child.start()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5) and all(child.is_alive() for child in children):
+            pass
+    finally:
+        for child in children:
+            child.terminate()  # uvicorn shuts down gracefully on SIGTERM
+        for child in children:
+            child.join(30)
+
+
+def _serve_one(host: str, port: int, log_level: str) -> None:
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    # inherited by every accepted connection: replies are not held back for the client's ACK
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    config = uvicorn.Config("judge.service.api:create_app", factory=True, log_level=log_level)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from judge.service.config import settings
+
+    config = settings()
+    require_isolation(args.insecure)
+    os.environ["KJUDGE_WORKER_DEVICE"] = args.device or ""
+    os.environ["KJUDGE_SANDBOX_OWNER"] = f"worker-{args.device or 'auto'}"
+    queues = queues_for(config, args.queue, args.device)
+    name = f"{(args.device or 'cpu').replace(':', '')}@%h"
+    os.execv(sys.executable, worker_argv(queues, args.concurrency, name))
+    return EXIT_OK  # not reached
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    from judge.service import db, store
+    from judge.service.config import settings
+
+    config = settings()
+    db.upgrade(config.database_url)
+    try:
+        with db.session(config.database_url) as s:
+            if args.new_token:
+                token = store.new_token(s, args.name)
+            else:
+                _, token = store.create_user(s, args.name, args.admin)
+    except store.ServiceError as exc:
+        raise CommandError(exc.message) from None
+    print(token)
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    """Add the server-side commands to the `kjudge` parser."""
+    s = sub.add_parser("serve", help="run the API (and by default one embedded worker)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--no-worker", action="store_true", help="production: workers run apart")
+    s.add_argument("--workers", type=int, default=1, help="embedded workers")
+    s.add_argument("--api-processes", type=int, default=1,
+                   help="API processes on the port (uvicorn workers; the API is stateless)")
+    s.add_argument("--device", help="device of the embedded workers (default: that of "
+                                    "KJUDGE_DEFAULT_DEVICE, itself the GPU if visible)")
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("--insecure", action="store_true",
+                   help="judge without bubblewrap or Docker (process sandbox: development only)")
+    s.set_defaults(func=cmd_serve)
+
+    w = sub.add_parser("worker", help="a Celery worker pinned to one device")
+    w.add_argument("--device", help="cpu, cuda:N (default: the GPU if visible)")
+    w.add_argument("--queue", help="e.g. judge.cuda.h100 (its .rejudge twin is added)")
+    w.add_argument("--concurrency", type=int, default=1)
+    w.add_argument("--insecure", action="store_true",
+                   help="judge without bubblewrap or Docker (process sandbox: development only)")
+    w.set_defaults(func=cmd_worker)
+
+    d = sub.add_parser("db", help="database").add_subparsers(dest="action", required=True)
+    d.add_parser("upgrade", help="apply migrations").set_defaults(func=cmd_db_upgrade)
+
+    u = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
+    ua = u.add_parser("add", help="create a user and print its token")
+    ua.add_argument("name")
+    ua.add_argument("--admin", action="store_true")
+    ua.add_argument("--new-token", action="store_true", help="replace an existing user's token")
+    ua.set_defaults(func=cmd_user_add)

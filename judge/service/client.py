@@ -1,0 +1,213 @@
+"""Client commands of `kjudge` over the REST API: submit, status, rejudge, leaderboard, export.
+
+The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
+HTTP package (or torch) costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+CLIENT_CONFIG = Path(os.environ.get("KJUDGE_CLIENT_CONFIG",
+                                    Path.home() / ".config" / "kjudge" / "client.json"))
+
+
+class CommandError(Exception):
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+# -------------------------------------------------------------------------------
+class Client:
+    def __init__(self, server: str | None, token: str | None):
+        saved = json.loads(CLIENT_CONFIG.read_text()) if CLIENT_CONFIG.is_file() else {}
+        self.server = (server or os.environ.get("KJUDGE_SERVER") or saved.get("server")
+                       or "http://127.0.0.1:8000").rstrip("/")
+        self.token = token or os.environ.get("KJUDGE_TOKEN") or saved.get("token")
+
+    def call(self, method: str, path: str, body: dict | None = None,
+             params: dict | None = None) -> Reply:
+        """One API request (the standard library's client: `kjudge status` starts in a fraction
+        of what importing an HTTP package costs); a 4xx/5xx is a CommandError with its text."""
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        url = self.server + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        data = None
+        if body is not None:
+            data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return Reply(response.status, response.read().decode())
+        except urllib.error.HTTPError as exc:
+            reply = Reply(exc.code, exc.read().decode(errors="replace"))
+        except (urllib.error.URLError, OSError) as exc:
+            raise CommandError(f"cannot reach {self.server}: {exc}") from None
+        try:
+            message = reply.json().get("error", reply.text)
+        except (ValueError, AttributeError):
+            message = reply.text
+        raise CommandError(f"{reply.status_code}: {message}")
+
+
+class Reply:
+    def __init__(self, status_code: int, text: str):
+        self.status_code, self.text = status_code, text
+
+    def json(self):
+        return json.loads(self.text)
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(args.server, args.token)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from judge.languages import UnknownLanguage, infer_language
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    source = path.read_text(errors="replace")
+    try:
+        language = args.lang or infer_language(path, source).name
+    except UnknownLanguage as exc:
+        raise CommandError(str(exc)) from None
+    client = _client(args)
+    body = {"problem": args.problem, "language": language, "source": source,
+            "contest": args.contest}
+    created = client.call("POST", "/api/submissions", body=body).json()
+    print(f"submission {created['id']} queued")
+    if not args.wait:
+        return EXIT_OK
+    return _wait_and_show(client, created["id"], args.timeout)
+
+
+def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        record = client.call("GET", f"/api/submissions/{submission_id}").json()
+        if record["state"] != last:
+            print(f"  {record['state']}", file=sys.stderr)
+            last = record["state"]
+        if record["state"] == "DONE" and record["verdict"]:
+            print(_record_table(record))
+            return EXIT_OK if record["verdict"] == "AC" else EXIT_FAIL
+        if time.monotonic() > deadline:
+            raise CommandError(f"no verdict within {timeout:g} s; see kjudge status "
+                               f"{submission_id}", EXIT_FAIL)
+        time.sleep(0.5)
+
+
+def _record_table(record: dict) -> str:
+    from judge.judging import report
+    from judge.judging.record import JudgeResult, TestReport
+    from judge.verdicts import Verdict
+
+    fields = set(TestReport.__dataclass_fields__)
+    tests = []
+    for t in record["tests"]:
+        data = {k: v for k, v in t.items() if k in fields}
+        data.setdefault("sample", False)
+        data["verdict"] = Verdict(t["verdict"]) if t.get("verdict") else None
+        tests.append(TestReport(**data))
+    result = JudgeResult(record["problem"], record.get("problem_version") or "",
+                         record["language"], Verdict(record["verdict"]),
+                         score=record["score"] or 0.0, speedup=record["speedup"],
+                         time_ms=record["time_ms"], peak_memory_mb=record["peak_memory_mb"],
+                         compile_log=record.get("compile_log") or "",
+                         message=record.get("message") or "", tests=tests)
+    return report.table(result)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    client = _client(args)
+    record = client.call("GET", f"/api/submissions/{args.id}").json()
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+    elif record["verdict"]:
+        print(_record_table(record))
+    else:
+        print(f"submission {args.id}: {record['state']}")
+    return EXIT_OK
+
+
+def cmd_rejudge(args: argparse.Namespace) -> int:
+    body = {"reason": args.reason, "submission_ids": args.submission, "problem": args.problem,
+            "user": args.user, "verdict": args.verdict, "since": args.since}
+    created = _client(args).call("POST", "/api/rejudge", body=body).json()
+    print(f"rejudge {created['id']}: {created['total']} judging(s) queued")
+    return EXIT_OK
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    params = {"contest": args.contest} if args.contest else {}
+    board = _client(args).call("GET", "/api/leaderboard", params=params).json()
+    problems = board["problems"]
+    if board.get("me"):
+        print(f"my rank {board['me']['rank']}  my total {board['me']['total']:.2f}")
+    print(f"{'rank':>4} {'user':<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
+    for row in board["rows"]:
+        cells = " ".join(f"{row['problems'].get(p, 0):>12.2f}" for p in problems)
+        print(f"{row['rank']:>4} {row['user'][:16]:<16} {row['total']:>9.2f} {cells}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    response = _client(args).call("GET", "/api/export", params={"format": args.format})
+    print(response.text if args.format == "csv" else json.dumps(response.json(), indent=2))
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    """Add the client commands to the `kjudge` parser."""
+    def client_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--server", help="default: $KJUDGE_SERVER or the client config")
+        p.add_argument("--token", help="default: $KJUDGE_TOKEN or the client config")
+
+    sm = sub.add_parser("submit", help="submit a source to the server")
+    sm.add_argument("problem")
+    sm.add_argument("file")
+    sm.add_argument("--lang")
+    sm.add_argument("--contest")
+    sm.add_argument("--wait", action="store_true", help="show progress until the verdict")
+    sm.add_argument("--timeout", type=float, default=600)
+    client_args(sm)
+    sm.set_defaults(func=cmd_submit)
+
+    st = sub.add_parser("status", help="a submission's record")
+    st.add_argument("id", type=int)
+    st.add_argument("--json", action="store_true")
+    client_args(st)
+    st.set_defaults(func=cmd_status)
+
+    rj = sub.add_parser("rejudge", help="rejudge submissions (admin)")
+    rj.add_argument("--submission", type=int, nargs="+")
+    rj.add_argument("--problem")
+    rj.add_argument("--user")
+    rj.add_argument("--verdict")
+    rj.add_argument("--since", help="ISO time, e.g. 2026-11-30T10:00:00Z")
+    rj.add_argument("--reason", required=True)
+    client_args(rj)
+    rj.set_defaults(func=cmd_rejudge)
+
+    lb = sub.add_parser("leaderboard", help="the leaderboard")
+    lb.add_argument("--contest")
+    client_args(lb)
+    lb.set_defaults(func=cmd_leaderboard)
+
+    ex = sub.add_parser("export", help="export current results (admin)")
+    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    client_args(ex)
+    ex.set_defaults(func=cmd_export)

@@ -1,0 +1,208 @@
+"""The worker: the one Celery task (judge one judging by id) and this process's warm slots.
+
+Trusted side. The task is idempotent: a finished judging is skipped, a judging held by a live
+worker is skipped, and a judging whose worker died is requeued by the janitor
+(judge/service/broker.py) and claimed afresh. `main` starts a worker (`kjudge worker`, and the
+workers `kjudge serve` embeds); nothing is built when this module is imported.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import sys
+import threading
+import time
+from functools import cache
+
+from celery import Celery
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_init, worker_process_init
+
+from judge.service import db, store
+from judge.service.broker import TASK_NAME, celery_app
+from judge.service.config import Settings, settings
+from judge.service.models import JudgingRow
+from judge.verdicts import State
+
+log = logging.getLogger("kjudge.worker")
+
+
+def worker_app(config: Settings) -> Celery:
+    """The Celery app of these settings with the judging task registered."""
+    app = celery_app(config)
+    if TASK_NAME not in app.tasks:
+        app.task(name=TASK_NAME, bind=True)(judge_task)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run a Celery worker with these arguments (queues, concurrency, name, ...)."""
+    worker_app(settings()).worker_main(["worker", *(sys.argv[1:] if argv is None else argv)])
+
+
+# -- the worker side --------------------------------------------------------------------------
+@worker_init.connect
+def _remove_leftover_containers(**_kwargs) -> None:
+    """A worker that died mid-judging may have left containers: remove them before starting."""
+    from sandbox.docker import DockerSandbox, remove_leftovers
+
+    if os.environ.get("KJUDGE_SANDBOX", "auto") in ("auto", "docker") and \
+            DockerSandbox.available():
+        owner = os.environ.get("KJUDGE_SANDBOX_OWNER", "")
+        if not owner:
+            return
+        removed = remove_leftovers(owner)
+        if removed:
+            log.warning("removed %d leftover sandbox container(s) of %s", removed, owner)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.environ.get('KJUDGE_WORKER_DEVICE', 'cpu')}"
+
+
+def judge_task(task, judging_id: int) -> str:
+    config = settings()
+    with db.session(config.database_url) as s:
+        judging = s.get(JudgingRow, judging_id)
+        if judging is None:
+            return "unknown"
+        if judging.state == State.DONE.value:
+            return "already done"
+        if judging.rejudge_id is not None and store.live_work_waiting(s, judging.queue):
+            # live submissions go first: put the rejudge back behind them
+            celery_app(config).send_task(TASK_NAME, args=[judging_id], queue=judging.queue)
+            return "deferred"
+        token = store.claim(s, judging_id, worker_name())
+    if token is None:
+        return "held elsewhere"
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(config, judging_id, token, stop), daemon=True)
+    beat.start()
+    try:
+        values = run_judging(config, judging_id, token)
+    except SoftTimeLimitExceeded:
+        values = {"verdict": "SE", "message": "system error: the judging ran past the worker's "
+                                              "time limit", "flags": ["worker time limit"]}
+    except Exception as exc:  # a judge bug must not leave the judging hanging
+        log.exception("judging %s failed", judging_id)
+        values = {"verdict": "SE", "message": f"system error: {exc!r}",
+                  "flags": ["judge error; see the worker log"]}
+    finally:
+        stop.set()
+    try:
+        started = time.monotonic()
+        with db.session(config.database_url) as s:
+            if not store.finish(s, judging_id, token, **values):
+                return "claim lost"
+        _record_store(config, judging_id, time.monotonic() - started)
+        return "finished"
+    except Exception as exc:  # the record could not be stored: end the judging as SE
+        log.exception("storing judging %s failed", judging_id)
+        with db.session(config.database_url) as s:
+            store.finish(s, judging_id, token, verdict="SE",
+                           message=f"system error: the result could not be stored: {exc!r}"[:2000],
+                           flags=["result not stored; rejudge after fixing the judge"])
+        return "stored as SE"
+
+
+def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
+    """The last phase, known only once the record is stored: added to it afterwards."""
+    try:
+        with db.session(config.database_url) as s:
+            judging = s.get(JudgingRow, judging_id)
+            applied = dict(judging.applied or {})
+            if "phases" in applied:
+                applied["phases"] = {**applied["phases"], "store": round(seconds, 3)}
+                judging.applied = applied
+    except Exception as exc:  # the verdict is stored; only this figure is missing
+        log.warning("could not record the store time of judging %s: %s", judging_id, exc)
+
+
+def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Event) -> None:
+    interval = max(config.stale_after_s / 4, 0.5)  # several beats before a claim looks stale
+    while not stop.wait(interval):
+        try:
+            with db.session(config.database_url) as s:
+                if not store.holds(s, judging_id, token):
+                    return
+        except Exception as exc:
+            log.warning("heartbeat of judging %s failed: %s", judging_id, exc)
+
+
+def run_judging(config: Settings, judging_id: int, token: str) -> dict:
+    """Judge with the same pipeline as `kjudge judge`; returns the columns to store."""
+    from judge import __version__
+    from judge.host.device import DeviceUnavailable
+    from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+    from judge.problem.schema import ProblemError, load_problem
+
+    with db.session(config.database_url) as s:
+        judging = s.get(JudgingRow, judging_id)
+        submission = judging.submission
+        source, language = submission.source, submission.language
+        problem_path = submission.problem.path
+        waited = store.seconds_between(judging.queued_at, judging.started_at)
+
+    def on_state(state: State) -> None:
+        with db.session(config.database_url) as s:
+            store.holds(s, judging_id, token, state=state.value)
+
+    try:
+        problem = load_problem(problem_path)
+        device, pool = worker_pool()
+        result = judge_source(problem, source, language=language, device=device,
+                              sandbox=pool.sandbox,
+                              options=JudgeOptions(on_state=on_state, pool=pool))
+    except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
+        return {"verdict": "SE", "message": f"not runnable on this worker: {exc}",
+                "flags": ["route this judging to a worker that can run it"],
+                "judge_version": __version__}
+    data = result.to_dict()  # non-finite floats inside are strings now (standard JSON)
+    return {
+        "verdict": data["verdict"], "score": _number(result.score),
+        "speedup": _number(result.speedup), "time_ms": _number(result.time_ms),
+        "peak_memory_mb": _number(result.peak_memory_mb),
+        "tests": data["tests"], "compile_log": data["compile_log"], "message": data["message"],
+        "flags": data["flags"],
+        # where the time went (queue wait, then the judging's own phases), for organizers
+        "applied": {**data["applied"], "overhead_s": round(result.overhead_s, 3),
+                    "phases": {name: round(seconds, 3) for name, seconds in
+                               {"queue_wait": waited, **result.phases}.items()
+                               if seconds is not None}},
+        "problem_version": result.problem_version, "judge_version": __version__,
+    }
+
+
+@cache
+def worker_pool():
+    """This worker process's device and its pool of warm slots (the next judging's harnesses,
+    started ahead: judge/judging/warm.py), made at the first judging or when the worker starts."""
+    import atexit
+
+    from judge.host.device import detect, device_nodes
+    from judge.judging.warm import SlotPool, startup_env
+    from sandbox import get_sandbox
+
+    device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
+    sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
+                          devices=device_nodes(device), gpu_uuid=device.uuid)
+    pool = SlotPool(sandbox)
+    atexit.register(pool.close)
+    pool.prepare(startup_env(sandbox, device))
+    return device, pool
+
+
+@worker_process_init.connect
+def _warm_up(**_kwargs) -> None:
+    """Each pool process starts its first judging's harnesses as soon as it is up."""
+    try:
+        worker_pool()
+    except Exception as exc:  # the first judging reports it (e.g. no sandbox on this host)
+        log.warning("no warm slot at start: %s", exc)
+
+
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
