@@ -106,16 +106,16 @@ def status_times(stack: Stack, token: str, sid: int, runs: int) -> list[float]:
 
 def _stored(stack: Stack, sid: int) -> dict | None:
     record = stack.call("GET", f"/api/submissions/{sid}", stack.admin).json()
-    return record if "store" in record["applied"].get("phases", {}) else None
+    return record if "store" in (record.get("phases") or {}) else None
 
 
 def phase_row(label: str, records: list[dict]) -> str:
     cells = []
     for name in PHASES:
-        values = [r["applied"]["phases"].get(name) for r in records]
+        values = [r["phases"].get(name) for r in records]
         values = [v for v in values if v is not None]
         cells.append(f"{statistics.median(values):.2f}" if values else "–")
-    overhead = statistics.median(r["applied"]["overhead_s"] for r in records)
+    overhead = statistics.median(r["overhead_s"] for r in records)
     warm = sum(bool(r["applied"].get("warm_start")) for r in records)
     return f"| {label} | {' | '.join(cells)} | {overhead:.2f} | {warm}/{len(records)} |"
 
@@ -172,8 +172,7 @@ def main() -> None:
               "how many judgings found their slot warm:", "",
               f"| path | {' | '.join(PHASES)} | overhead | warm |",
               f"| --- |{' ---: |' * (len(PHASES) + 2)}"]
-    cli_records = [{"applied": {"phases": d["phases"], "overhead_s": d["wall_s"] - d["kernel_s"],
-                                "warm_start": d["applied"].get("warm_start")}} for _, d in cli]
+    cli_records = [d for _, d in cli]  # the same record as the service stores
     lines.append(phase_row("`kjudge judge`", cli_records))
     for backend, got in results.items():
         lines.append(phase_row(f"serve, {backend}", got["records"]))

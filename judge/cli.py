@@ -61,7 +61,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         # here, not at the top: the judging imports torch, which commands that do not judge
         # (status, submit, leaderboard, ...) never need
-        from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+        from judge.judging.admission import SubmissionRejected
+        from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 
         options = JudgeOptions(seed=args.seed, timing=not args.no_timing, slot=slot)
         result = judge_source(problem, source, language=language, device=device,
@@ -154,10 +155,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_image_check(args: argparse.Namespace) -> int:
+    from judge.languages import LANGUAGES
     from sandbox.docker import ImageNotPinned, check_image
 
+    packages = ["torch", *(x.packages[0] for x in LANGUAGES.values() if x.packages)]
+    tools = [x.default_compiler for x in LANGUAGES.values() if not x.is_python]
     try:
-        found = check_image(args.image, host_python=args.host_python)
+        found = check_image(args.image, packages, tools, host_python=args.host_python)
     except (ImageNotPinned, RuntimeError) as exc:
         raise BadInput(str(exc)) from None
     except Exception as exc:  # engine unreachable, image missing

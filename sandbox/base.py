@@ -118,6 +118,11 @@ class SandboxProcess(ABC):
         """CPU time the run has used so far, in nanoseconds; None where not accounted."""
         return None
 
+    def mark_memory(self) -> float:
+        """The run's memory now, in MiB (0 where not accounted); `peak_memory_mb` counts from
+        here on where the host can reset a peak."""
+        return 0.0
+
     def adjust(self, limits: SandboxLimits) -> None:
         """Apply a judging's limits to a run started ahead of it (a warm slot): memory, CPUs,
         output, normal CPU priority; OSError where they cannot be set. The run's file size
@@ -258,6 +263,9 @@ class PopenProcess(SandboxProcess):
 
     def cpu_ns(self) -> int | None:
         return self.cgroup.cpu_ns() if self.cgroup else None
+
+    def mark_memory(self) -> float:
+        return self.cgroup.mark_memory() / 2**20 if self.cgroup else 0.0
 
     def _adjust(self, limits: SandboxLimits) -> None:
         if self.cgroup is not None:  # without one no cap was applied at the start either

@@ -137,6 +137,10 @@ class Cgroup:
         except (OSError, ValueError):
             return 0
 
+    def mark_memory(self) -> int:
+        """Memory in use now, in bytes; the peak restarts from here where the host allows."""
+        return mark_memory(self._memory_dir())
+
     def oom_killed(self) -> bool:
         try:
             if self.unified:
@@ -202,6 +206,22 @@ def cpu_usage_ns(directory: Path) -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def mark_memory(directory: Path) -> int:
+    """A memory cgroup's usage now (v2 `memory.current`, v1 `memory.usage_in_bytes`), in bytes,
+    and its peak reset to it (v1: any write to `memory.max_usage_in_bytes`; v2 kernels from 6.12
+    take a write to `memory.peak`; older ones keep their peak, so a growth is overstated)."""
+    for usage, peak in (("memory.current", "memory.peak"),
+                        ("memory.usage_in_bytes", "memory.max_usage_in_bytes")):
+        try:
+            now = int((directory / usage).read_text())
+        except (OSError, ValueError):
+            continue
+        with contextlib.suppress(OSError):
+            (directory / peak).write_text("0")
+        return now
+    return 0
 
 
 def freeze_dir(directory: Path, frozen: bool, timeout_s: float = 5.0) -> bool:

@@ -33,7 +33,7 @@ from sandbox.base import (
     process_tree,
 )
 from sandbox.bwrap import python_paths
-from sandbox.cgroup import cpu_usage_ns, freeze_dir
+from sandbox.cgroup import cpu_usage_ns, freeze_dir, mark_memory
 
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
@@ -169,6 +169,12 @@ class DockerProcess(SandboxProcess):
             if found is not None:
                 return found
         return None
+
+    def mark_memory(self) -> float:
+        for directory in map(Path, self._cgroup_dirs()):
+            if directory.is_dir():
+                return mark_memory(directory) / 2**20
+        return 0.0
 
     def _adjust(self, limits: SandboxLimits) -> None:
         memory = f"{limits.memory_mb}m"
@@ -312,13 +318,14 @@ def remove_leftovers(owner: str) -> int:
 
 PROBE = """
 import json, shutil, subprocess, sys
+packages, tools = json.loads(sys.argv[1])
 found = {"python": sys.version.split()[0]}
-for name in ("torch", "triton", "tilelang"):
+for name in packages:
     try:
         found[name] = __import__(name).__version__
     except Exception as exc:
         found[name] = "missing" if isinstance(exc, ImportError) else f"error: {exc}"
-for tool in ("g++", "nvcc", "mxcc"):
+for tool in tools:
     path = shutil.which(tool)
     if path is None:
         found[tool] = "missing"
@@ -329,15 +336,16 @@ print(json.dumps(found))
 """
 
 
-def check_image(pinned: str, host_python: bool = False) -> dict:
-    """The Python, torch, Triton, TileLang and compiler versions found inside an image."""
+def check_image(pinned: str, packages: Sequence[str], tools: Sequence[str],
+                host_python: bool = False) -> dict:
+    """The Python version, and the versions of these packages and tools, inside an image."""
     import json
 
     sandbox = DockerSandbox(image=pinned, host_python=host_python, owner="image-check")
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
     mount = Mount(scratch, "/kj/scratch")
-    result = sandbox.run([sandbox.python, "-c", PROBE], mounts=[mount], cwd=mount,
-                         env={"HOME": "/tmp"},
+    argv = [sandbox.python, "-c", PROBE, json.dumps([list(packages), list(tools)])]
+    result = sandbox.run(argv, mounts=[mount], cwd=mount, env={"HOME": "/tmp"},
                          limits=SandboxLimits(memory_mb=4096, output_bytes=1 << 16),
                          timeout_s=300)
     lines = [line for line in result.output.splitlines() if line.startswith("{")]

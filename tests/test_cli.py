@@ -44,7 +44,7 @@ def test_judge_json_and_csv(tmp_path):
     assert out.returncode == 1
     data = json.loads(out.stdout)
     for key in ("verdict", "score", "speedup", "language", "compile_log", "time_ms",
-                "peak_memory_mb", "tests"):
+                "memory_mb", "memory_measure", "wall_s", "overhead_s", "tests"):
         assert key in data
     assert data["verdict"] == "WA" and data["language"] == "cpp"
     assert data["requested"] == {"language": "inferred", "device": "auto", "sandbox": "auto"}

@@ -136,7 +136,7 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
     import time
 
     from judge.host.telemetry import GpuMemoryWatch
-    from judge.judging.pipeline import Contender, Judging, RunFailure
+    from judge.judging.pipeline import Contender, JudgingRun, RunFailure
     from judge.verdicts import Verdict
     from sandbox import Mount
 
@@ -165,11 +165,11 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
 
         base = Contender("baseline", proc, mount, sandbox)
         with pytest.raises(RunFailure) as blamed:
-            Judging._guard(None, base, baseline_fails, sub)
+            JudgingRun._guard(None, base, baseline_fails, sub)
         assert blamed.value.verdict is Verdict.MLE
         honest = Contender("submission", proc, mount, sandbox)
         with pytest.raises(RunFailure) as judge_error:
-            Judging._guard(None, base, baseline_fails, honest)
+            JudgingRun._guard(None, base, baseline_fails, honest)
         assert judge_error.value.verdict is Verdict.SE
     finally:
         sub.close()

@@ -239,9 +239,44 @@ def _c_params(text: str) -> list[tuple[str, str]]:
                          ids=lambda p: p.parts[-3])
 def test_every_cuda_template_has_the_problems_abi(template):
     """The templates cannot run here: at least their entry point must match problem.yaml."""
+    from judge.languages import get_language
     from judge.problem.schema import load_problem
-    from judge.problem.signature import c_declaration
 
     problem = load_problem(template.parents[1])
-    expected = _c_params(c_declaration(problem.spec.signature, "cuda"))
+    expected = _c_params(get_language("cuda").declaration(problem.spec.signature))
     assert _c_params(template.read_text()) == expected
+
+
+def test_a_language_is_one_file(tmp_path, monkeypatch):
+    """A module in judge/languages that defines LANGUAGE is all a language needs: the registry
+    finds it, and its facts (loader, lexer, C spelling of half types) are on its class."""
+    import judge.languages as registry
+    from judge.problem.schema import load_problem
+
+    (tmp_path / "fortran_like.py").write_text(
+        "from judge.languages.base import NativeLanguage\n\n\n"
+        "class FortranLike(NativeLanguage):\n"
+        "    name = 'fortran_like'\n    extensions = ('.f90',)\n    devices = ('cpu',)\n"
+        "    source_name = 'submission.f90'\n    default_compiler = 'gfortran'\n"
+        "    half_types = {'float16': 'half_t'}\n\n\nLANGUAGE = FortranLike()\n")
+    monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
+    found = registry._discover()
+    assert found["fortran_like"].loader == "native" and found["fortran_like"].lexer == "cpp"
+    assert set(found) - {"fortran_like"} == set(registry.LANGUAGES)
+    args = load_problem(TEMPLATES / "vector_add").spec.signature
+    assert found["fortran_like"].declaration(args).startswith('extern "C" void run_kernel(const')
+
+
+def test_every_language_states_its_facts():
+    """What the API, the rules and the harness derive from the registry exists for each."""
+    from pygments.lexers import get_lexer_by_name
+
+    from judge.languages import KERNEL_PACKAGES, LANGUAGES, PYTHON_LANGUAGES
+    from judge.problem.schema import LANGUAGES as SCHEMA_LANGUAGES
+
+    assert set(SCHEMA_LANGUAGES) == set(LANGUAGES)
+    for language in LANGUAGES.values():
+        assert get_lexer_by_name(language.lexer)
+        assert language.devices and language.extensions and language.toolchain_version()
+    assert set(PYTHON_LANGUAGES) == {"triton", "tilelang", "torch"}
+    assert set(KERNEL_PACKAGES) == {"triton", "tilelang"}

@@ -33,10 +33,8 @@ except ImportError:  # imported as judge.harness.main, outside any sandbox
     from judge.harness import protocol
 
 _DTYPES = {name: getattr(torch, name) for name in protocol.TENSOR_DTYPES}
-_C_SCALARS = {
-    "int32": ctypes.c_int32, "int64": ctypes.c_int64,
-    "float32": ctypes.c_float, "float64": ctypes.c_double,
-}
+_C_SCALARS = {name: getattr(ctypes, dtype.ctypes_scalar)
+              for name, dtype in protocol.DTYPES.items() if dtype.ctypes_scalar}
 # host memory, or the device's (torch's allocator, past the limit set below): MLE
 _OUT_OF_MEMORY = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
 
@@ -266,7 +264,7 @@ class OperatorRecorder:
     such a rule from reaching this object (no `gc`, `sys`, `ctypes`, dunder attributes).
     """
 
-    def __init__(self, rule: dict):
+    def __init__(self, rule: dict, packages: list[str]):
         from torch.utils._python_dispatch import TorchDispatchMode
 
         self.rule = rule
@@ -277,7 +275,7 @@ class OperatorRecorder:
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 if func._overloadpacket.__name__ not in allowed and recorder.found is None:
-                    recorder.found = _blame(func, skipped)
+                    recorder.found = _blame(func, skipped, packages)
                 return func(*args, **(kwargs or {}))
 
         self.mode = Mode()
@@ -298,10 +296,7 @@ class OperatorRecorder:
                                 f"{found})")
 
 
-_DSL_PACKAGES = ("triton", "tilelang", "tvm", "tvm_ffi")
-
-
-def _blame(func, skipped: list[str]) -> str | None:
+def _blame(func, skipped: list[str], packages: list[str]) -> str | None:
     """Where an operator was called from: the first frame outside torch and this harness; None
     when that is the language's own runtime (its operators are not the submission's)."""
     frame = sys._getframe(2)
@@ -309,7 +304,7 @@ def _blame(func, skipped: list[str]) -> str | None:
         frame = frame.f_back
     if frame is None:
         return f"{func} from native code"
-    runtimes = [os.path.dirname(m.__file__) for name in _DSL_PACKAGES
+    runtimes = [os.path.dirname(m.__file__) for name in packages
                 if (m := sys.modules.get(name)) is not None and getattr(m, "__file__", None)]
     if runtimes and frame.f_code.co_filename.startswith(tuple(runtimes)):
         return None
@@ -445,7 +440,10 @@ class Harness:
         self.prepared: InputSet | None = None
         self.fresh: InputSet | None = None  # the timed calls' fresh inputs
         rule = config.get("operator_rule")
-        self.recorder = OperatorRecorder(rule) if rule else None
+        # the language's runtime packages (config `packages`): their operators are not the
+        # submission's, and their versions are reported
+        self.packages = config.get("packages") or []
+        self.recorder = OperatorRecorder(rule, self.packages) if rule else None
         self.fn = self.check = None
         self.empty: dict[str, object] = {}  # empty run_kernels by loader (the floor's)
 
@@ -574,9 +572,9 @@ def _format_error(exc: BaseException) -> str:
     return text[-protocol.MAX_ERROR:]
 
 
-def versions() -> dict:
+def versions(packages: list[str]) -> dict:
     found = {"python": sys.version.split()[0], "torch": torch.__version__}
-    for name in ("triton", "tilelang"):
+    for name in packages:
         module = sys.modules.get(name)
         if module is not None:
             found[name] = getattr(module, "__version__", "?")
@@ -623,7 +621,8 @@ def main() -> None:
         kind = "CE" if isinstance(exc, (LoadError, SyntaxError, OSError)) else "RE"
         channel.reply(ok=False, kind=kind, error=_format_error(exc))
         return
-    channel.reply(ok=True, ready=True, versions=versions(), device=harness.device.describe())
+    channel.reply(ok=True, ready=True, versions=versions(harness.packages),
+                  device=harness.device.describe())
     harness.serve()
 
 

@@ -46,7 +46,9 @@ Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time) or
 
 Config (the `config` request's field): artifact, loader, args (the signature), device,
 flush_bytes, cpu_threads, gpu_memory_bytes, operator_rule (null, or the allow-list rule whose ATen
-operators the harness enforces: {"id", "message", "allowed"}), and what the harness applies to
+operators the harness enforces: {"id", "message", "allowed"}), packages (the language's runtime
+packages: their operators are not the submission's; their versions are reported), and what the
+harness applies to
 its own process before anything else runs there: env (the language's environment), cpus (a list),
 file_size_bytes (RLIMIT_FSIZE, only lowered).
 """
@@ -57,12 +59,28 @@ import ctypes
 import os
 import secrets
 import stat
+from typing import NamedTuple
 
-TENSOR_DTYPES = (
-    "float16", "bfloat16", "float32", "float64",
-    "int8", "uint8", "int16", "int32", "int64", "bool",
-)
-SCALAR_DTYPES = ("int32", "int64", "float32", "float64")
+
+class DType(NamedTuple):
+    """What both sides know of a dtype (torch's name is the key): its C element type (a native
+    language may spell half types its own way: judge/languages), and where it may also be a
+    scalar argument, its C and ctypes types."""
+
+    c: str
+    c_scalar: str | None = None
+    ctypes_scalar: str | None = None
+
+
+DTYPES = {
+    "float16": DType("_Float16"), "bfloat16": DType("uint16_t"),
+    "float32": DType("float", "float", "c_float"), "float64": DType("double", "double", "c_double"),
+    "int8": DType("int8_t"), "uint8": DType("uint8_t"), "int16": DType("int16_t"),
+    "int32": DType("int32_t", "int", "c_int32"), "int64": DType("int64_t", "int64_t", "c_int64"),
+    "bool": DType("bool"),
+}
+TENSOR_DTYPES = tuple(DTYPES)
+SCALAR_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.c_scalar)
 # what a failed request may be: RE (crash, exception), MLE (out of host or device memory), WA
 # (inputs modified, outputs replaced), RV (a forbidden operator ran), CE (the source does not
 # load), SE (only before contestant code loads: the environment's fault)

@@ -76,9 +76,14 @@ def gpu_model(name: str) -> GpuModel:
     return GpuModel("-".join(words) or "gpu", "")
 
 
+# the kinds of device a judge runs on: the CPU, NVIDIA GPUs (torch's cuda), MetaX GPUs (whose
+# torch build keeps torch.cuda's names)
+DEVICE_KINDS = ("cpu", "cuda", "maca")
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
-    kind: str  # cpu | cuda | maca
+    kind: str  # one of DEVICE_KINDS
     torch_name: str  # "cpu", "cuda:0"
     model: str
     cache_bytes: int  # last-level cache (CPU, reported only) or L2 (GPU)

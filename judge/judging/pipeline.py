@@ -28,6 +28,7 @@ from judge.host.device import DeviceInfo
 from judge.host.telemetry import GpuMemoryWatch, gpu_state
 from judge.judging import jit_cache, scoring
 from judge.judging import timing as timing_loop
+from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
 from judge.judging.flusher import CacheFlusher
 from judge.judging.record import JudgeResult, TestReport
 from judge.judging.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
@@ -42,7 +43,7 @@ from judge.judging.warm import (
     run_device_env,
     startup_env,
 )
-from judge.languages import Language, get_language, infer_language
+from judge.languages import Language, infer_language
 from judge.problem import exprs
 from judge.problem.schema import Problem, TestPoint
 from judge.verdicts import State, Verdict, overall_verdict
@@ -68,10 +69,6 @@ JIT_COMPILER_MB = 2048
 # Device memory of a submission's process when the problem sets none: the baseline, started
 # first, and the judge's own reference share the rest.
 DEFAULT_GPU_MEMORY_SHARE = 0.4
-
-
-class SubmissionRejected(ValueError):
-    """The request itself is wrong (language not allowed, source too large): nothing was judged."""
 
 
 class NotRunnable(ValueError):
@@ -113,6 +110,7 @@ class Contender:
     warm: WarmHarness | None = None  # the slot's harness this process was started as
     jit_cache: tuple[Path, Path] | None = None  # (the run's JIT cache folder, the kept entry)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
+    idle_mb: float = 0.0  # the harness's memory before its config: interpreter and torch
 
     def out_path(self, *parts: str) -> str:
         return self.sandbox.path(self.scratch, "out", *parts)
@@ -182,8 +180,10 @@ class Contender:
 class JudgingRun:
     """One judging of one source, in this process: its stages, contenders and record."""
 
-    def __init__(self, problem: Problem, source: str, language: Language, device: DeviceInfo,
+    def __init__(self, problem: Problem, source: str, admission: Admission, device: DeviceInfo,
                  sandbox: Sandbox, options: JudgeOptions):
+        language = admission.language
+        self.admission = admission
         self.problem = problem
         self.spec = problem.spec
         self.source = source
@@ -193,7 +193,7 @@ class JudgingRun:
         self.options = options
         self.secret = options.seed if options.seed is not None else secrets.randbits(63)
         self.slot: Slot | None = None  # taken in run(): its processes serve this judging only
-        self.result = JudgeResult(problem.slug, problem.version, language.name, Verdict.SE)
+        self.result = JudgeResult(problem.slug, problem.version, language.name)
         self.result.applied = {
             "device": device.torch_name, "device_kind": device.kind, "device_model": device.model,
             "sandbox": sandbox.name,
@@ -280,10 +280,8 @@ class JudgingRun:
             self.result.message = "compilation failed" + (" (time limit)" if compiled.timed_out
                                                           else "")
             return
-        if self.device.kind not in self.language.devices:
-            raise NotRunnable(f"{self.language.name} submissions cannot run on the "
-                              f"{self.device.kind} device; they need "
-                              f"{' or '.join(self.language.devices)}")
+        if not self.admission.runnable:
+            raise NotRunnable(self.admission.why_not)
         tests = self._selected_tests()
         self._progress(State.RUNNING)
         try:
@@ -334,7 +332,7 @@ class JudgingRun:
                     self._time_all(submission, baseline, tests, cases)
         finally:
             if submission is not None:
-                self.result.peak_memory_mb = round(submission.proc.peak_memory_mb(), 1)
+                self._record_memory(submission)
             for who in (submission, baseline):
                 if who is not None:
                     self._close(who)
@@ -440,6 +438,8 @@ class JudgingRun:
         contender = Contender(role, warm.proc, warm.scratch, self.sandbox, jit=jit, warm=warm)
         if cache is not None:
             contender.jit_cache = (used, cache)
+        if role == "submission":
+            contender.idle_mb = self._idle_memory(warm)
         try:
             warm.proc.adjust(limits)
             warm.proc.send(protocol.request("config", config=config))
@@ -450,6 +450,27 @@ class JudgingRun:
         contender.gpu_watch = GpuMemoryWatch.start(self.device, warm.proc.pids, gpu_limit,
                                                    warm.proc.kill)
         return contender
+
+    def _idle_memory(self, warm: WarmHarness) -> float:
+        """The harness's memory once torch is imported and before its config: what the
+        submission's memory is counted from (its peak restarts here where the host allows)."""
+        try:
+            warm.await_warm(STARTUP_GRACE_S)
+        except ProtocolError as exc:
+            warm.proc.close()
+            raise ProblemRuntimeError(f"the harness did not start: {exc}; "
+                                      f"{warm.proc.log()[-2000:]}") from None
+        return warm.proc.mark_memory()
+
+    def _record_memory(self, sub: Contender) -> None:
+        """What the submission used: device memory where the judge watches it (NVIDIA), else
+        its process's growth over the idle harness."""
+        if sub.gpu_watch is not None:
+            self.result.memory_mb = round(sub.gpu_watch.peak_mb, 1)
+            self.result.memory_measure = "device memory, peak"
+        else:
+            self.result.memory_mb = round(max(sub.proc.peak_memory_mb() - sub.idle_mb, 0.0), 1)
+            self.result.memory_measure = "host memory, peak over the idle harness"
 
     def _await_ready(self, contender: Contender) -> None:
         """Wait for the harness, then for the source to load; failures close the process."""
@@ -753,16 +774,8 @@ class JudgingRun:
 def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,
                  filename: str = "submission", device: DeviceInfo, sandbox: Sandbox,
                  options: JudgeOptions | None = None) -> JudgeResult:
-    """Judge one source against a problem. Raises SubmissionRejected / NotRunnable on bad input."""
-    if isinstance(language, str):
-        language = get_language(language)
-    if language is None:
-        language = infer_language(Path(filename), source)
-    if language.name not in problem.spec.languages:
-        raise SubmissionRejected(f"{language.name} is not allowed for {problem.slug}; allowed: "
-                                 f"{', '.join(problem.spec.languages)}")
-    size_kb = len(source.encode()) / 1024
-    if size_kb > problem.spec.limits.source_kb:
-        raise SubmissionRejected(f"the source is {size_kb:.0f} KiB; the limit is "
-                                 f"{problem.spec.limits.source_kb} KiB")
-    return JudgingRun(problem, source, language, device, sandbox, options or JudgeOptions()).run()
+    """Judge one source against a problem. Raises SubmissionRejected (judge/judging/admission.py)
+    on bad input, NotRunnable once a source that cannot run on this device has compiled."""
+    admission = admit(Terms.of(problem), language, source, device.kind, filename=filename,
+                      compile_check=True)
+    return JudgingRun(problem, source, admission, device, sandbox, options or JudgeOptions()).run()

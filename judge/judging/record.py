@@ -1,11 +1,17 @@
-"""The judging record: per test point SPJ reports and the overall result (shared by CLI and server)."""
+"""The judging record: one schema end to end. The pipeline fills a `JudgeResult`; the service
+stores `to_dict()` as the judging's record (judge/service/models.py: the only mapping to the
+table); the API, the web page and `kjudge status` read it back with `from_dict`.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from judge.verdicts import Verdict
+
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def json_safe(value):
@@ -19,11 +25,28 @@ def json_safe(value):
     return value
 
 
+def _known_fields(cls, data: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `data` that are fields of `cls` (a view adds its own; older records lack
+    some), float fields written by `json_safe` turned back into floats."""
+    out = {}
+    for f in fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            if "float" in str(f.type) and isinstance(value, str):
+                value = NON_FINITE.get(value, value)
+            out[f.name] = value
+    return out
+
+
+def _verdict(value: str | Verdict | None) -> Verdict | None:
+    return Verdict(value) if value else None
+
+
 @dataclass
 class TestReport:
     name: str
-    sample: bool
-    verdict: Verdict | None  # None: not run (an earlier test point ended the judging)
+    sample: bool = False
+    verdict: Verdict | None = None  # None: not run (an earlier test point ended the judging)
     message: str = ""
     matched_ratio: float | None = None
     max_abs_err: float | None = None
@@ -53,18 +76,27 @@ class TestReport:
         data["verdict"] = self.verdict.value if self.verdict else None
         return json_safe(data)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> TestReport:
+        known = _known_fields(cls, data)
+        known["verdict"] = _verdict(known.get("verdict"))
+        return cls(**known)
+
 
 @dataclass
 class JudgeResult:
-    problem: str
-    problem_version: str
-    language: str
-    verdict: Verdict
+    problem: str = ""
+    problem_version: str = ""
+    language: str = ""
+    verdict: Verdict = Verdict.SE
     score: float = 0.0
     speedup: float | None = None
     time_ms: float | None = None  # sum of the submission's medians over timed test points
     baseline_ms: float | None = None
-    peak_memory_mb: float | None = None
+    # what the submission used: on a GPU its device memory's peak; on the CPU the growth of its
+    # process over the idle harness (interpreter and torch, ~1 GB, are not the submission's)
+    memory_mb: float | None = None
+    memory_measure: str = ""  # says which of the two `memory_mb` is
     compile_log: str = ""
     message: str = ""
     tests: list[TestReport] = field(default_factory=list)
@@ -87,7 +119,16 @@ class JudgeResult:
         return self.verdict is Verdict.AC
 
     def to_dict(self) -> dict:
+        """The record as JSON-ready data, `overhead_s` included (derived: from_dict drops it)."""
         data = asdict(self)
         data["verdict"] = self.verdict.value
         data["tests"] = [t.to_dict() for t in self.tests]
+        data["overhead_s"] = self.overhead_s
         return json_safe(data)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JudgeResult:
+        known = _known_fields(cls, data)
+        known["verdict"] = _verdict(known.get("verdict")) or Verdict.SE
+        known["tests"] = [TestReport.from_dict(t) for t in known.get("tests") or []]
+        return cls(**known)

@@ -37,9 +37,11 @@ def table(result: JudgeResult) -> str:
     lines.append("")
     lines.append(
         f"verdict {result.verdict}  score {result.score:.2f}  speedup {_num(result.speedup, 4)}  "
-        f"time {_num(result.time_ms)} ms  memory {_num(result.peak_memory_mb)} MB  "
-        f"language {result.language}  wall {result.wall_s:.1f} s"
+        f"time {_num(result.time_ms)} ms  language {result.language}  "
+        f"wall {result.wall_s:.1f} s"
     )
+    if result.memory_mb is not None:
+        lines.append(f"memory {_num(result.memory_mb)} MB ({result.memory_measure})")
     if result.phases:
         lines.append("phases: " + ", ".join(f"{name} {seconds:.2f} s"
                                             for name, seconds in result.phases.items())

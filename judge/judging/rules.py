@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from judge.languages import KERNEL_PACKAGES, PYTHON_LANGUAGES
 from judge.problem.schema import Rule
 
-PYTHON_LANGUAGES = ("triton", "tilelang", "torch")
 # What `plumbing` allows: allocation, views, copies and metadata, no arithmetic.
 PLUMBING = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "Size", "is_tensor",
@@ -50,7 +50,6 @@ PLUMBING_OPS = frozenset({
 INTROSPECTION = ("gc", "ctypes", "_ctypes", "cffi", "inspect", "sys", "importlib", "builtins",
                  "types", "threading", "_thread", "multiprocessing", "signal")
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "prim_func", "macro")
-KERNEL_PACKAGES = ("triton", "tilelang")
 DYNAMIC_ACCESS = ("getattr", "eval", "exec", "__import__", "globals", "vars", "compile")
 
 

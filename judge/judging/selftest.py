@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
-from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+from judge.judging.admission import SubmissionRejected
+from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 from judge.judging.rules import check_rules
 from judge.judging.warm import SlotPool, startup_env
 from judge.languages import UnknownLanguage, infer_language

@@ -1,17 +1,33 @@
-"""One module per language, all with the interface of `judge.languages.base.Language`."""
+"""One module per language, each defining `LANGUAGE`, an instance of a
+`judge.languages.base.Language` subclass that holds the language's facts. The registry is this
+package's modules: adding a language is adding its file."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from pathlib import Path
 
-from judge.languages import cpp, cuda, maca, tilelang, torch, triton
-from judge.languages.base import CompileResult, Language
+from judge.languages.base import CompileResult, Language, NativeLanguage
 
-LANGUAGES: dict[str, Language] = {
-    m.LANGUAGE.name: m.LANGUAGE for m in (cpp, cuda, maca, triton, tilelang, torch)
-}
-# Python sources are told apart by their imports, most specific first.
-_PYTHON_ORDER = ("tilelang", "triton", "torch")
+NOT_LANGUAGES = {"base"}
+
+
+def _discover() -> dict[str, Language]:
+    found = []
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in NOT_LANGUAGES and not module.ispkg:
+            language = importlib.import_module(f"{__name__}.{module.name}").LANGUAGE
+            found.append(language)
+    # native languages first, then Python ones as their sources are told apart
+    found.sort(key=lambda x: (x.is_python, x.infer_rank, x.name))
+    return {language.name: language for language in found}
+
+
+LANGUAGES: dict[str, Language] = _discover()
+PYTHON_LANGUAGES = tuple(name for name, x in LANGUAGES.items() if x.is_python)
+# packages whose decorators mark a Python source's kernels (`triton.jit`, `tilelang.jit`)
+KERNEL_PACKAGES = tuple(x.packages[0] for x in LANGUAGES.values() if x.packages)
 
 
 class UnknownLanguage(ValueError):
@@ -30,16 +46,16 @@ def get_language(name: str) -> Language:
 def infer_language(path: Path, source: str) -> Language:
     """From the file extension, and for .py files from what the source imports."""
     suffix = path.suffix.lower()
-    if suffix == ".py":
-        return next(LANGUAGES[n] for n in _PYTHON_ORDER if LANGUAGES[n].detects(source))
-    for language in LANGUAGES.values():
-        if suffix in language.extensions:
-            return language
+    candidates = [x for x in LANGUAGES.values() if suffix in x.extensions]
+    if len(candidates) > 1:  # Python languages share .py: the first whose `detects` holds
+        return next(x for x in candidates if x.detects(source))
+    if candidates:
+        return candidates[0]
     raise UnknownLanguage(
         f"cannot tell the language of {path.name!r} from its extension; pass --lang "
         f"({', '.join(LANGUAGES)})"
     )
 
 
-__all__ = ["LANGUAGES", "CompileResult", "Language", "UnknownLanguage", "get_language",
-           "infer_language"]
+__all__ = ["KERNEL_PACKAGES", "LANGUAGES", "PYTHON_LANGUAGES", "CompileResult", "Language",
+           "NativeLanguage", "UnknownLanguage", "get_language", "infer_language"]

@@ -11,16 +11,24 @@ import ast
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from judge.host.device import DeviceInfo
+from judge.problem import signature
 from sandbox import Mount, Sandbox, SandboxLimits
+
+if TYPE_CHECKING:
+    from judge.problem.schema import Arg
 
 BUILD_DIR = "/kj/build"
 MAX_LOG = 16 * 1024
@@ -43,16 +51,34 @@ class CompileResult:
 
 
 class Language:
+    """A language's facts and its compile step. Subclasses set the class attributes; a language
+    is one module of this package that defines `LANGUAGE` (the registry finds it)."""
+
     name: str = ""
     extensions: tuple[str, ...] = ()
     loader: str = "python"  # or "native"
-    devices: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()  # device kinds it runs on (judge/host/device.py DEVICE_KINDS)
     source_name: str = "submission.py"
+    lexer: str = "python"  # Pygments' name, for the source as the web page shows it
+    # Python packages its runtime brings, the one its kernels are decorated from first
+    # (`triton.jit`): the harness reports their versions and does not count their operators
+    # against a rule; the image check looks for them
+    packages: tuple[str, ...] = ()
+    # .py sources are told apart by their imports: the lowest rank whose `detects` holds wins
+    infer_rank: int = 0
     # devices on which it compiles at the first call of each new shape (Triton, TileLang on GPUs)
     jit_devices: tuple[str, ...] = ()
-    # environment variables that name its JIT's on-disk cache (judge/judging/jit_cache.py keeps one per
-    # source, toolchain and device)
+    # environment variables that name its JIT's on-disk cache (judge/judging/jit_cache.py keeps
+    # one per source, toolchain and device)
     jit_cache_env: tuple[str, ...] = ()
+
+    @property
+    def is_python(self) -> bool:
+        return self.loader == "python"
+
+    def declaration(self, args: Sequence[Arg]) -> str:
+        """run_kernel's declaration in this language, for statements and templates."""
+        return signature.python_declaration(args)
 
     def toolchain_version(self) -> str:
         return "python"
@@ -69,13 +95,12 @@ class Language:
         return {}
 
     def detects(self, source: str) -> bool:
-        """Whether a .py source is meant for this language (import-based)."""
-        return False
+        """Whether a .py source is meant for this language: it imports the language's package."""
+        return any(re.search(rf"^\s*(import|from)\s+{name}\b", source, re.M)
+                   for name in self.packages[:1])
 
     def check_source(self, source: str) -> str | None:
         """Static checks before compiling; a message means CE."""
-        if self.loader != "python":
-            return None
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
@@ -129,6 +154,37 @@ class Language:
                                      timed_out=timed_out)
             artifact = _store(entry, build / artifact_name, log)
         return CompileResult(True, artifact, log, time.monotonic() - started, False, key)
+
+
+class NativeLanguage(Language):
+    """A C++ dialect with the extern "C" run_kernel ABI, built by its compiler into a shared
+    library (cpp, cuda, maca): the compiler from an environment variable or its default, its
+    flags likewise, and the C spelling of the half types."""
+
+    loader = "native"
+    lexer = "cpp"
+    compiler_env = ""  # e.g. KJUDGE_CXX
+    default_compiler = ""
+    flags_env = ""  # e.g. KJUDGE_CXXFLAGS
+    default_flags = "-O3 -std=c++17"
+    half_types: dict[str, str] = {}  # dtype -> C type where it differs from protocol.DTYPES
+
+    @property
+    def compiler(self) -> str:
+        return os.environ.get(self.compiler_env) or self.default_compiler
+
+    @property
+    def flags(self) -> list[str]:
+        return shlex.split(os.environ.get(self.flags_env, self.default_flags))
+
+    def toolchain_version(self) -> str:
+        return tool_version((self.compiler, "--version"))
+
+    def check_source(self, source: str) -> str | None:
+        return None
+
+    def declaration(self, args: Sequence[Arg]) -> str:
+        return signature.c_declaration(args, self.half_types)
 
 
 def _binds(node: ast.stmt, name: str) -> bool:

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import os
-import shlex
-
 from judge.host.device import DeviceInfo
-from judge.languages.base import Language, tool_version
+from judge.languages.base import NativeLanguage
 
 
-class Cpp(Language):
+class Cpp(NativeLanguage):
     name = "cpp"
     extensions = (".cpp", ".cc", ".cxx")
-    loader = "native"
     devices = ("cpu",)
     source_name = "submission.cpp"
-
-    @property
-    def compiler(self) -> str:
-        return os.environ.get("KJUDGE_CXX", "g++")
-
-    def toolchain_version(self) -> str:
-        return tool_version((self.compiler, "--version"))
+    compiler_env, default_compiler = "KJUDGE_CXX", "g++"
+    flags_env, default_flags = "KJUDGE_CXXFLAGS", "-O3 -march=native -std=c++17"
+    half_types = {"float16": "_Float16", "bfloat16": "uint16_t"}
 
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        flags = shlex.split(os.environ.get("KJUDGE_CXXFLAGS", "-O3 -march=native -std=c++17"))
-        return [self.compiler, *flags, "-shared", "-fPIC", "-o", output, source]
+        return [self.compiler, *self.flags, "-shared", "-fPIC", "-o", output, source]
 
 
 LANGUAGE = Cpp()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
-from judge.languages.base import Language, support_source, tool_version
+from judge.languages.base import NativeLanguage, support_source
 from sandbox.base import DEFAULT_PATH
 
 DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
@@ -42,19 +41,19 @@ def cuda_home() -> str | None:
     return "/usr/local/cuda" if Path("/usr/local/cuda/include/cuda.h").is_file() else None
 
 
-class Cuda(Language):
+class Cuda(NativeLanguage):
     name = "cuda"
     extensions = (".cu",)
-    loader = "native"
     devices = ("cuda",)
     source_name = "submission.cu"
+    lexer = "cuda"
+    compiler_env, default_compiler = "KJUDGE_NVCC", "nvcc"
+    flags_env = "KJUDGE_NVCC_FLAGS"
+    half_types = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
 
     @property
     def compiler(self) -> str:
-        return os.environ.get("KJUDGE_NVCC") or find_nvcc() or "nvcc"
-
-    def toolchain_version(self) -> str:
-        return tool_version((self.compiler, "--version"))
+        return os.environ.get(self.compiler_env) or find_nvcc() or self.default_compiler
 
     def arch(self, device: DeviceInfo) -> str:
         return device.arch or os.environ.get("KJUDGE_CUDA_ARCH", DEFAULT_ARCH)
@@ -69,8 +68,7 @@ class Cuda(Language):
         return {CHECK_SOURCE: support_source("cuda_check.cu")}
 
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        flags = shlex.split(os.environ.get("KJUDGE_NVCC_FLAGS", "-O3 -std=c++17"))
-        return [self.compiler, *flags, f"-arch={self.arch(device)}", "-shared",
+        return [self.compiler, *self.flags, f"-arch={self.arch(device)}", "-shared",
                 "-Xcompiler", "-fPIC", "-o", output, source, CHECK_SOURCE]
 
 

@@ -9,7 +9,6 @@ with an arch); `maca` on MetaX devices (the MACA build of TileLang).
 from __future__ import annotations
 
 import json
-import re
 
 from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
@@ -22,14 +21,13 @@ class TileLang(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
+    packages = ("tilelang", "tvm", "tvm_ffi")  # TileLang runs on TVM
+    infer_rank = 0  # a TileLang source may import triton too
     jit_devices = ("cuda", "maca")
     jit_cache_env = ("TILELANG_CACHE_DIR",)
 
     def toolchain_version(self) -> str:
         return f"tilelang {package_version('tilelang')}"
-
-    def detects(self, source: str) -> bool:
-        return re.search(r"^\s*(import|from)\s+tilelang\b", source, re.M) is not None
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         target = {"cpu": "c", "cuda": "cuda", "maca": "maca"}[device.kind]

@@ -10,12 +10,13 @@ class Torch(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
+    infer_rank = 9  # any other Python source
 
     def toolchain_version(self) -> str:
         return f"torch {package_version('torch')}"
 
     def detects(self, source: str) -> bool:
-        return True  # any other Python source
+        return True
 
 
 LANGUAGE = Torch()

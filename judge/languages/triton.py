@@ -5,8 +5,6 @@ On the CPU the harness runs Triton through its interpreter (TRITON_INTERPRET=1).
 
 from __future__ import annotations
 
-import re
-
 from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
 
@@ -16,14 +14,13 @@ class Triton(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
+    packages = ("triton",)
+    infer_rank = 1
     jit_devices = ("cuda", "maca")
     jit_cache_env = ("TRITON_CACHE_DIR",)
 
     def toolchain_version(self) -> str:
         return f"triton {package_version('triton')}"
-
-    def detects(self, source: str) -> bool:
-        return re.search(r"^\s*(import|from)\s+triton\b", source, re.M) is not None
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         env = {"TRITON_CACHE_DIR": "/tmp/triton-cache"}

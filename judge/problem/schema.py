@@ -17,14 +17,16 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from checkers import BUILTIN_CHECKERS
 from judge.harness.protocol import SCALAR_DTYPES, TENSOR_DTYPES
+from judge.host.device import DEVICE_KINDS
+from judge.languages import LANGUAGES as REGISTRY
 from judge.problem import exprs
 from judge.verdicts import Verdict
 
 PROBLEM_FILE = "problem.yaml"
-LANGUAGES = ("cpp", "cuda", "maca", "triton", "tilelang", "torch")
-DEVICES = ("cpu", "cuda", "maca")
-BUILTIN_CHECKERS = ("allclose", "exact")
+LANGUAGES = tuple(REGISTRY)
+DEVICES = DEVICE_KINDS
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
@@ -112,7 +114,7 @@ class TestSpec(_Strict):
     matrix: dict[Identifier, list[int | float | bool | str]] = {}
     sample: bool = False
     timed: bool = True
-    devices: list[Literal["cpu", "cuda", "maca"]] = list(DEVICES)
+    devices: list[Literal[DEVICES]] = list(DEVICES)  # type: ignore[valid-type]
 
 
 class Rule(_Strict):

@@ -1,43 +1,33 @@
-"""The run_kernel signature, declared once in problem.yaml, rendered for every language."""
+"""The run_kernel signature, declared once in problem.yaml, rendered for every language (each
+language's `declaration` picks the form: judge/languages)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from judge.problem.schema import Arg
+from judge.harness.protocol import DTYPES
 
-_C_TENSOR = {
-    "float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t",
-    "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "bool": "bool",
-}
-_C_HALF = {
-    "cuda": {"float16": "__half", "bfloat16": "__nv_bfloat16"},
-    "maca": {"float16": "__half", "bfloat16": "__maca_bfloat16"},
-    "cpp": {"float16": "_Float16", "bfloat16": "uint16_t"},
-}
-_C_SCALAR = {"int32": "int", "int64": "int64_t", "float32": "float", "float64": "double"}
+if TYPE_CHECKING:
+    from judge.problem.schema import Arg
 
 
-def c_type(arg: Arg, language: str) -> str:
+def c_type(arg: Arg, half_types: Mapping[str, str] | None = None) -> str:
+    """The C parameter type: scalars by value, inputs as const pointers, outputs as pointers;
+    `half_types` spells a dialect's own half types (CUDA's __half)."""
     if arg.role == "scalar":
-        return _C_SCALAR[arg.dtype]
-    base = _C_HALF.get(language, _C_HALF["cpp"]).get(arg.dtype) or _C_TENSOR[arg.dtype]
+        return DTYPES[arg.dtype].c_scalar
+    base = (half_types or {}).get(arg.dtype) or DTYPES[arg.dtype].c
     return f"const {base}*" if arg.role == "input" else f"{base}*"
 
 
-def c_declaration(args: Sequence[Arg], language: str = "cpp") -> str:
-    params = ", ".join(f"{c_type(a, language)} {a.name}" for a in args)
+def c_declaration(args: Sequence[Arg], half_types: Mapping[str, str] | None = None) -> str:
+    params = ", ".join(f"{c_type(a, half_types)} {a.name}" for a in args)
     return f'extern "C" void run_kernel({params})'
 
 
 def python_declaration(args: Sequence[Arg]) -> str:
     return f"def run_kernel({', '.join(a.name for a in args)}):"
-
-
-def declaration(args: Sequence[Arg], language: str) -> str:
-    if language in ("cpp", "cuda", "maca"):
-        return c_declaration(args, language)
-    return python_declaration(args)
 
 
 def describe(args: Sequence[Arg]) -> list[str]:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import broker, db, store
@@ -176,32 +177,37 @@ def highlight_source(source: str, language: str) -> str:
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import get_lexer_by_name
 
-    lexer = get_lexer_by_name("cuda" if language in ("cuda", "maca") else
-                              "cpp" if language == "cpp" else "python")
+    lexer = get_lexer_by_name(get_language(language).lexer)
     return highlight(source, lexer, HtmlFormatter(noclasses=True, nowrap=False))
 
 
+# what only organizers see of a record: the judge's own notes and what ran where
+ORGANIZER_FIELDS = ("flags", "applied", "requested")
+
+
 def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> dict:
+    """A judging as the API shows it: its record (judge/judging/record.py), secret test points
+    reduced to their verdicts unless `show_secret`, organizers' fields only for `admin`, and the
+    row's own state and times."""
     if judging is None:
         return {}
-    tests = []
-    for t in judging.tests or []:
-        if show_secret or t.get("sample"):
-            tests.append(t)
-        else:
-            tests.append({"name": t["name"], "verdict": t.get("verdict"), "sample": False})
-    view = {
+    record = dict(judging.record or {})
+    record["tests"] = [t if show_secret or t.get("sample") else
+                       {"name": t["name"], "verdict": t.get("verdict"), "sample": False}
+                       for t in record.get("tests") or []]
+    applied = record.get("applied") or {}
+    view = {key: value for key, value in record.items()
+            if admin or key not in ORGANIZER_FIELDS}
+    view.update({
         "judging_id": judging.id, "state": judging.state, "verdict": judging.verdict,
         "score": judging.score, "speedup": judging.speedup, "time_ms": judging.time_ms,
-        "peak_memory_mb": judging.peak_memory_mb, "compile_log": judging.compile_log,
-        "message": judging.message, "tests": tests, "problem_version": judging.problem_version,
-        "judge_version": judging.judge_version, "worker": judging.worker,
-        "queued_at": judging.queued_at, "started_at": judging.started_at,
-        "finished_at": judging.finished_at, "rejudge_id": judging.rejudge_id,
-        "valid": judging.valid, "sandbox": (judging.applied or {}).get("sandbox"),
-    }
+        "worker": judging.worker, "queued_at": judging.queued_at,
+        "started_at": judging.started_at, "finished_at": judging.finished_at,
+        "rejudge_id": judging.rejudge_id, "sandbox": applied.get("sandbox"),
+        "judge_version": applied.get("judge"),
+    })
     if admin:
-        view.update(flags=judging.flags, applied=judging.applied, attempts=judging.attempts)
+        view["attempts"] = judging.attempts
     return view
 
 
@@ -211,9 +217,8 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     view = {
         "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
         "language": submission.language, "created_at": submission.created_at,
-        "state": latest.state if latest else State.QUEUED.value,
-        "verdict": None, "score": 0.0, "speedup": None, "time_ms": None,
-        "peak_memory_mb": None, "tests": [],
+        "verdict": None, "score": 0.0, "speedup": None, "time_ms": None, "memory_mb": None,
+        "tests": [],
     }
     view.update(judging_view(current, show_secret=user.is_admin, admin=user.is_admin))
     view["state"] = latest.state if latest else State.QUEUED.value
@@ -258,7 +263,7 @@ def _routes(app: FastAPI) -> None:
             "slug": row.slug, "title": spec.title, "version": loaded.version,
             "statement": text, "statement_html": render_markdown(text),
             "languages": spec.languages,
-            "signature": {lang: signature.declaration(spec.signature, lang)
+            "signature": {lang: get_language(lang).declaration(spec.signature)
                           for lang in spec.languages},
             "arguments": signature.describe(spec.signature),
             "tolerance": spec.tolerance.model_dump(), "checker": spec.checker,

@@ -112,23 +112,9 @@ def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
 
 def _record_table(record: dict) -> str:
     from judge.judging import report
-    from judge.judging.record import JudgeResult, TestReport
-    from judge.verdicts import Verdict
+    from judge.judging.record import JudgeResult
 
-    fields = set(TestReport.__dataclass_fields__)
-    tests = []
-    for t in record["tests"]:
-        data = {k: v for k, v in t.items() if k in fields}
-        data.setdefault("sample", False)
-        data["verdict"] = Verdict(t["verdict"]) if t.get("verdict") else None
-        tests.append(TestReport(**data))
-    result = JudgeResult(record["problem"], record.get("problem_version") or "",
-                         record["language"], Verdict(record["verdict"]),
-                         score=record["score"] or 0.0, speedup=record["speedup"],
-                         time_ms=record["time_ms"], peak_memory_mb=record["peak_memory_mb"],
-                         compile_log=record.get("compile_log") or "",
-                         message=record.get("message") or "", tests=tests)
-    return report.table(result)
+    return report.table(JudgeResult.from_dict(record))
 
 
 def cmd_status(args: argparse.Namespace) -> int:

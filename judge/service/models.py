@@ -6,6 +6,7 @@ A submission's current result is its latest finished valid judging; older judgin
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 
 from sqlalchemy import (
@@ -21,6 +22,9 @@ from sqlalchemy import (
     Text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from judge.judging.admission import Terms
+from judge.judging.record import JudgeResult
 
 
 def utcnow() -> datetime:
@@ -54,8 +58,15 @@ class ProblemRow(Base):
     version: Mapped[str] = mapped_column(String(32))  # content hash of the folder
     path: Mapped[str] = mapped_column(String(500))
     languages: Mapped[list] = mapped_column(JSON, default=list)
+    # what it admits besides its languages (judge/judging/admission.py)
+    source_kb: Mapped[int] = mapped_column(Integer, default=256)
+    devices: Mapped[list | None] = mapped_column(JSON, nullable=True)  # device kinds tested
     active: Mapped[bool] = mapped_column(Boolean, default=True)  # False: folder gone or invalid
     loaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    def terms(self) -> Terms:
+        return Terms(self.slug, tuple(self.languages), self.source_kb,
+                     tuple(self.devices) if self.devices is not None else None)
 
 
 class Contest(Base):
@@ -108,22 +119,16 @@ class JudgingRow(Base):
     rejudge_id: Mapped[int | None] = mapped_column(ForeignKey("rejudges.id"), nullable=True)
     queue: Mapped[str] = mapped_column(String(100))
     state: Mapped[str] = mapped_column(String(16), default="QUEUED")  # QUEUED … DONE
+    # the judging's record (judge/judging/record.py, `JudgeResult.to_dict()`), None until it ends
+    record: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # the record's fields that queries filter and rank on, copied from it (`record_columns`)
     verdict: Mapped[str | None] = mapped_column(String(8), nullable=True)
     score: Mapped[float] = mapped_column(Float, default=0.0)
     speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
     time_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
-    peak_memory_mb: Mapped[float | None] = mapped_column(Float, nullable=True)
-    tests: Mapped[list] = mapped_column(JSON, default=list)  # SPJ report per test point
-    compile_log: Mapped[str] = mapped_column(Text, default="")
-    message: Mapped[str] = mapped_column(Text, default="")
-    flags: Mapped[list] = mapped_column(JSON, default=list)
-    applied: Mapped[dict] = mapped_column(JSON, default=dict)
-    problem_version: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    judge_version: Mapped[str | None] = mapped_column(String(32), nullable=True)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     claim: Mapped[str | None] = mapped_column(String(32), nullable=True)  # token of the holder
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    valid: Mapped[bool] = mapped_column(Boolean, default=True)
     queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -131,6 +136,25 @@ class JudgingRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     submission: Mapped[Submission] = relationship(back_populates="judgings")
+
+    def result(self) -> JudgeResult | None:
+        return JudgeResult.from_dict(self.record) if self.record is not None else None
+
+
+PROJECTED = ("verdict", "score", "speedup", "time_ms")
+
+
+def record_columns(result: JudgeResult) -> dict:
+    """The one mapping from a judging's record to its row: the record whole, and the fields
+    queries use as columns (non-finite numbers stored as NULL)."""
+    data = result.to_dict()
+    columns = {name: data[name] for name in PROJECTED}
+    for name in ("speedup", "time_ms"):
+        if not isinstance(columns[name], (int, float)) or not math.isfinite(columns[name]):
+            columns[name] = None
+    if not isinstance(columns["score"], (int, float)) or not math.isfinite(columns["score"]):
+        columns["score"] = 0.0
+    return {"record": data, **columns}
 
 
 class Counter(Base):

@@ -21,7 +21,9 @@ from functools import cached_property
 from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
-from judge.languages import LANGUAGES
+import judge
+from judge.judging.admission import SubmissionRejected, admit, device_kinds
+from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem
 from judge.service.config import Settings
 from judge.service.models import (
@@ -32,9 +34,10 @@ from judge.service.models import (
     Rejudge,
     Submission,
     User,
+    record_columns,
     utcnow,
 )
-from judge.verdicts import State
+from judge.verdicts import State, Verdict
 
 log = logging.getLogger("kjudge.service")
 DONE = State.DONE.value
@@ -116,6 +119,7 @@ def sync_problems(s: Session, settings: Settings) -> dict[str, list[str]]:
             s.add(row)
         row.title, row.version, row.path = problem.spec.title, problem.version, str(problem.path)
         row.languages, row.active, row.loaded_at = list(problem.spec.languages), True, utcnow()
+        row.source_kb, row.devices = problem.spec.limits.source_kb, list(device_kinds(problem))
     for row in s.scalars(select(ProblemRow).where(ProblemRow.slug.not_in(seen))):
         row.active = False
     return invalid
@@ -155,8 +159,7 @@ class Enqueue:
 
 
 def queue_of(settings: Settings, contest: Contest | None, rejudge: bool) -> str:
-    device = contest.device if contest else settings.default_device
-    kind, _, model = device.partition(".")
+    kind, _, model = (contest.device if contest else settings.default_device).partition(".")
     return settings.queue_for(kind, model, rejudge)
 
 
@@ -164,18 +167,13 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
            source: str, contest_slug: str | None = None) -> tuple[Submission, Enqueue]:
     problem = get_problem(s, problem_slug)
     contest = get_contest(s, contest_slug) if contest_slug else None
-    if language not in LANGUAGES:
-        raise ServiceError(422, f"unknown language {language!r}; known: {', '.join(LANGUAGES)}")
-    allowed = contest.languages if contest and contest.languages else problem.languages
-    if language not in allowed or language not in problem.languages:
-        raise ServiceError(422, f"{language} is not allowed for {problem.slug}; allowed: "
-                                f"{', '.join(x for x in allowed if x in problem.languages)}")
-    size_kb = len(source.encode()) / 1024
-    if size_kb > settings.max_source_kb:
-        raise ServiceError(413, f"the source is {size_kb:.0f} KiB; the limit is "
-                                f"{settings.max_source_kb} KiB")
-    if not source.strip():
-        raise ServiceError(422, "the source is empty")
+    device = contest.device if contest else settings.default_device
+    try:
+        admit(problem.terms(), language, source, device.partition(".")[0],
+              allowed=contest.languages if contest else None,
+              max_source_kb=settings.max_source_kb)
+    except SubmissionRejected as exc:
+        raise ServiceError(exc.status, str(exc)) from None
     if contest:
         state = contest_state(contest)
         if state != "running":
@@ -212,12 +210,12 @@ def with_results(query):
 
 
 def current_judging(submission: Submission) -> JudgingRow | None:
-    """The latest finished valid judging: the submission's one current result.
+    """The latest finished judging: the submission's one current result.
 
     A system error is never scored as a loss: an SE judging does not replace an earlier real
     verdict (it stays in the history, flagged); it is current only when nothing else is.
     """
-    done = [j for j in submission.judgings if j.state == DONE and j.valid]
+    done = [j for j in submission.judgings if j.state == DONE]
     real = [j for j in done if j.verdict != "SE"]
     return (real or done or [None])[-1]
 
@@ -252,11 +250,20 @@ def holds(s: Session, judging_id: int, token: str, **values) -> bool:
     return result.rowcount == 1
 
 
-def finish(s: Session, judging_id: int, token: str, **values) -> bool:
-    done = holds(s, judging_id, token, state=DONE, finished_at=utcnow(), **values)
+def finish(s: Session, judging_id: int, token: str, result: JudgeResult) -> bool:
+    """End a judging with its record, while this claim holds it."""
+    done = holds(s, judging_id, token, state=DONE, finished_at=utcnow(),
+                 **record_columns(result))
     if done:
         results_changed(s)
     return done
+
+
+def system_error(submission: Submission, message: str, flag: str) -> JudgeResult:
+    """The record of a judging that ended without a verdict of its own (SE)."""
+    return JudgeResult(submission.problem.slug, language=submission.language, verdict=Verdict.SE,
+                       message=f"system error: {message}", flags=[flag],
+                       applied={"judge": judge.__version__})
 
 
 def results_changed(s: Session) -> None:
@@ -287,11 +294,12 @@ def stale_claims(s: Session, settings: Settings) -> tuple[list[Enqueue], list[in
         JudgingRow.heartbeat_at < limit))
     for judging in running:
         if judging.attempts >= settings.max_attempts:
-            judging.state, judging.verdict, judging.finished_at = DONE, "SE", utcnow()
-            judging.flags = [*judging.flags, f"judging lost its worker {judging.attempts} times; "
-                                             "check it by hand before rejudging"]
-            judging.message = "system error: the judging kept losing its worker"
-            judging.claim = None
+            lost = system_error(judging.submission, "the judging kept losing its worker",
+                                f"judging lost its worker {judging.attempts} times; check it by "
+                                "hand before rejudging")
+            for name, value in record_columns(lost).items():
+                setattr(judging, name, value)
+            judging.state, judging.finished_at, judging.claim = DONE, utcnow(), None
             failed.append(judging.id)
             results_changed(s)
         else:
@@ -376,7 +384,7 @@ def current_accepted(s: Session, contest: Contest | None = None):
     judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
     leaderboard and the problem list count. One aggregate query over the judgings, instead of
     loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
-    done = (JudgingRow.state == DONE) & JudgingRow.valid
+    done = JudgingRow.state == DONE
     latest = (select(JudgingRow.submission_id,
                      func.max(case((JudgingRow.verdict != "SE", JudgingRow.id))).label("real"),
                      func.max(JudgingRow.id).label("any"))
@@ -404,7 +412,7 @@ class Results:
     change of the results (see `results`)."""
 
     key: tuple
-    board: dict  # problems, rows (see leaderboard)
+    board: dict  # problems, rows (see _compute_results)
     solvers: dict[str, int]  # problem slug -> users with an accepted submission
     best: dict[int, dict[str, float]]  # user id -> problem slug -> best score
 
@@ -478,9 +486,3 @@ def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
     mine = found.best.get(user.id, {}) if user is not None else {}
     return {slug: {"solvers": count, "best_score": mine.get(slug)}
             for slug, count in found.solvers.items()}
-
-
-# -- leaderboard ----------------------------------------------------------------------------
-def leaderboard(s: Session, contest: Contest | None = None) -> dict:
-    """The leaderboard (see `_compute_results`): a copy the caller may add to."""
-    return dict(results(s, contest).board)

@@ -9,7 +9,6 @@ workers `kjudge serve` embeds); nothing is built when this module is imported.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import socket
 import sys
@@ -21,6 +20,7 @@ from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_process_init
 
+from judge.judging.record import JudgeResult
 from judge.service import db, store
 from judge.service.broker import TASK_NAME, celery_app
 from judge.service.config import Settings, settings
@@ -82,30 +82,35 @@ def judge_task(task, judging_id: int) -> str:
     beat = threading.Thread(target=_heartbeat, args=(config, judging_id, token, stop), daemon=True)
     beat.start()
     try:
-        values = run_judging(config, judging_id, token)
+        result = run_judging(config, judging_id, token)
     except SoftTimeLimitExceeded:
-        values = {"verdict": "SE", "message": "system error: the judging ran past the worker's "
-                                              "time limit", "flags": ["worker time limit"]}
+        result = _system_error(config, judging_id, "the judging ran past the worker's time limit",
+                               "worker time limit")
     except Exception as exc:  # a judge bug must not leave the judging hanging
         log.exception("judging %s failed", judging_id)
-        values = {"verdict": "SE", "message": f"system error: {exc!r}",
-                  "flags": ["judge error; see the worker log"]}
+        result = _system_error(config, judging_id, repr(exc), "judge error; see the worker log")
     finally:
         stop.set()
     try:
         started = time.monotonic()
         with db.session(config.database_url) as s:
-            if not store.finish(s, judging_id, token, **values):
+            if not store.finish(s, judging_id, token, result):
                 return "claim lost"
         _record_store(config, judging_id, time.monotonic() - started)
         return "finished"
     except Exception as exc:  # the record could not be stored: end the judging as SE
         log.exception("storing judging %s failed", judging_id)
+        failed = _system_error(config, judging_id,
+                               f"the result could not be stored: {exc!r}"[:2000],
+                               "result not stored; rejudge after fixing the judge")
         with db.session(config.database_url) as s:
-            store.finish(s, judging_id, token, verdict="SE",
-                           message=f"system error: the result could not be stored: {exc!r}"[:2000],
-                           flags=["result not stored; rejudge after fixing the judge"])
+            store.finish(s, judging_id, token, failed)
         return "stored as SE"
+
+
+def _system_error(config: Settings, judging_id: int, message: str, flag: str) -> JudgeResult:
+    with db.session(config.database_url) as s:
+        return store.system_error(s.get(JudgingRow, judging_id).submission, message, flag)
 
 
 def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
@@ -113,10 +118,10 @@ def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
     try:
         with db.session(config.database_url) as s:
             judging = s.get(JudgingRow, judging_id)
-            applied = dict(judging.applied or {})
-            if "phases" in applied:
-                applied["phases"] = {**applied["phases"], "store": round(seconds, 3)}
-                judging.applied = applied
+            record = dict(judging.record or {})
+            if record.get("phases"):
+                record["phases"] = {**record["phases"], "store": round(seconds, 3)}
+                judging.record = record
     except Exception as exc:  # the verdict is stored; only this figure is missing
         log.warning("could not record the store time of judging %s: %s", judging_id, exc)
 
@@ -132,11 +137,11 @@ def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Ev
             log.warning("heartbeat of judging %s failed: %s", judging_id, exc)
 
 
-def run_judging(config: Settings, judging_id: int, token: str) -> dict:
-    """Judge with the same pipeline as `kjudge judge`; returns the columns to store."""
-    from judge import __version__
+def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
+    """Judge with the same pipeline as `kjudge judge`; the record to store."""
     from judge.host.device import DeviceUnavailable
-    from judge.judging.pipeline import JudgeOptions, NotRunnable, SubmissionRejected, judge_source
+    from judge.judging.admission import SubmissionRejected
+    from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
     from judge.problem.schema import ProblemError, load_problem
 
     with db.session(config.database_url) as s:
@@ -145,6 +150,7 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
         source, language = submission.source, submission.language
         problem_path = submission.problem.path
         waited = store.seconds_between(judging.queued_at, judging.started_at)
+        requested = {"language": language, "queue": judging.queue}
 
     def on_state(state: State) -> None:
         with db.session(config.database_url) as s:
@@ -157,23 +163,13 @@ def run_judging(config: Settings, judging_id: int, token: str) -> dict:
                               sandbox=pool.sandbox,
                               options=JudgeOptions(on_state=on_state, pool=pool))
     except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
-        return {"verdict": "SE", "message": f"not runnable on this worker: {exc}",
-                "flags": ["route this judging to a worker that can run it"],
-                "judge_version": __version__}
-    data = result.to_dict()  # non-finite floats inside are strings now (standard JSON)
-    return {
-        "verdict": data["verdict"], "score": _number(result.score),
-        "speedup": _number(result.speedup), "time_ms": _number(result.time_ms),
-        "peak_memory_mb": _number(result.peak_memory_mb),
-        "tests": data["tests"], "compile_log": data["compile_log"], "message": data["message"],
-        "flags": data["flags"],
-        # where the time went (queue wait, then the judging's own phases), for organizers
-        "applied": {**data["applied"], "overhead_s": round(result.overhead_s, 3),
-                    "phases": {name: round(seconds, 3) for name, seconds in
-                               {"queue_wait": waited, **result.phases}.items()
-                               if seconds is not None}},
-        "problem_version": result.problem_version, "judge_version": __version__,
-    }
+        return _system_error(config, judging_id, f"not runnable on this worker: {exc}",
+                             "route this judging to a worker that can run it")
+    result.requested = requested
+    # where the time went: the queue wait, then the judging's own phases
+    result.phases = {name: round(seconds, 3) for name, seconds in
+                     {"queue_wait": waited, **result.phases}.items() if seconds is not None}
+    return result
 
 
 @cache
@@ -204,5 +200,3 @@ def _warm_up(**_kwargs) -> None:
         log.warning("no warm slot at start: %s", exc)
 
 
-def _number(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

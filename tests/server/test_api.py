@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from judge.judging.record import JudgeResult, TestReport
 from judge.service import db, store
 from judge.service.api import create_app
+from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
 LOOP = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
@@ -42,8 +44,10 @@ def post_submission(api, who="alice", **body):
 def finish(api, judging_id, verdict="AC", score=100.0):
     with db.session(api.config.database_url) as s:
         token = store.claim(s, judging_id, "api-test-worker")
-        store.finish(s, judging_id, token, verdict=verdict, score=score, speedup=score / 100,
-                       tests=TESTS)
+        result = JudgeResult("vector_add", verdict=Verdict(verdict), score=score,
+                             speedup=score / 100,
+                             tests=[TestReport.from_dict(t) for t in TESTS])
+        store.finish(s, judging_id, token, result)
 
 
 def test_submit_then_read_the_record(api):

@@ -3,14 +3,18 @@ rejudge history and the leaderboard."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
+from judge.judging.record import JudgeResult
 from judge.service import store
 from judge.service.models import Contest, JudgingRow, utcnow
+from judge.verdicts import Verdict
+from tests.conftest import PROBLEMS
 
 AC_SOURCE = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
 
@@ -25,10 +29,14 @@ def world(s, config):
     return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
 
 
+def record(verdict: str, score: float = 0.0) -> JudgeResult:
+    return JudgeResult("vector_add", verdict=Verdict(verdict), score=score)
+
+
 def finish_with(s, judging_id: int, verdict: str, score: float = 0.0) -> None:
     token = store.claim(s, judging_id, "test-worker")
     assert token
-    assert store.finish(s, judging_id, token, verdict=verdict, score=score)
+    assert store.finish(s, judging_id, token, record(verdict, score))
     s.commit()
 
 
@@ -77,6 +85,36 @@ def test_bad_submissions_are_refused_with_a_status(s, config, world, kwargs, sta
     assert info.value.status == status and info.value.message
 
 
+def test_a_source_over_the_problems_own_limit_is_refused_before_it_is_queued(s, config, world,
+                                                                              tmp_path):
+    """Under the server's 256 KiB but over the problem's `source_kb`: the submitter's mistake,
+    told at once (413), never a queued judging that ends as the judge's SE."""
+    root = tmp_path / "problems"
+    shutil.copytree(PROBLEMS / "vector_add", root / "vector_add")
+    spec = root / "vector_add" / "problem.yaml"
+    spec.write_text(spec.read_text().replace("output_kb: 64}", "output_kb: 64, source_kb: 4}"))
+    small = replace(config, problems_dir=root)
+    store.sync_problems(s, small)
+    with pytest.raises(store.ServiceError) as info:
+        submit(s, small, world["alice"], source=AC_SOURCE + "//" + "x" * 5000)
+    assert info.value.status == 413 and "limit for vector_add is 4 KiB" in info.value.message
+    assert s.scalar(select(func.count(JudgingRow.id))) == 0
+    submit(s, small, world["alice"])  # within the limit
+
+
+def test_a_language_the_contest_device_cannot_run_is_refused(s, config, world):
+    """A CUDA source in a contest judged on the CPU would end as SE "route it to a worker that
+    can run it" on every worker: refused at admission instead."""
+    now = utcnow()
+    s.add(Contest(slug="cpu-only", title="CPU", problems=["vector_add"], device="cpu",
+                  starts_at=now - timedelta(hours=1), ends_at=now + timedelta(hours=1)))
+    s.commit()
+    cuda = (PROBLEMS / "vector_add" / "templates" / "cuda.cu").read_text()
+    with pytest.raises(store.ServiceError) as info:
+        submit(s, config, world["alice"], language="cuda", source=cuda, contest_slug="cpu-only")
+    assert info.value.status == 422 and "cpu device" in info.value.message
+
+
 def test_rate_limit_per_user(s, config, world):
     limited = replace(config, submissions_per_minute=2)
     submit(s, limited, world["alice"])
@@ -109,8 +147,8 @@ def test_a_judging_is_claimed_and_finished_exactly_once(s, config, world):
     first = store.claim(s, work.judging_id, "w1")
     assert first and store.claim(s, work.judging_id, "w2") is None
     assert store.holds(s, work.judging_id, first, state="RUNNING")
-    assert store.finish(s, work.judging_id, first, verdict="AC", score=50.0)
-    assert not store.finish(s, work.judging_id, first, verdict="WA")  # second finish ignored
+    assert store.finish(s, work.judging_id, first, record("AC", 50.0))
+    assert not store.finish(s, work.judging_id, first, record("WA"))  # second finish ignored
     s.commit()
     judging = s.get(JudgingRow, work.judging_id)
     assert (judging.state, judging.verdict, judging.attempts) == ("DONE", "AC", 1)
@@ -124,13 +162,14 @@ def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world
     requeue, failed = store.stale_claims(s, quick)
     s.commit()
     assert [w.judging_id for w in requeue] == [work.judging_id] and not failed
-    assert not store.finish(s, work.judging_id, old, verdict="AC")  # the dead claim is void
+    assert not store.finish(s, work.judging_id, old, record("AC"))  # the dead claim is void
     store.claim(s, work.judging_id, "w2")
     s.execute(JudgingRow.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
     requeue, failed = store.stale_claims(s, quick)
     s.commit()
     judging = s.get(JudgingRow, work.judging_id)
-    assert failed == [work.judging_id] and judging.verdict == "SE" and judging.flags
+    assert failed == [work.judging_id] and judging.verdict == "SE"
+    assert judging.result().flags and "losing its worker" in judging.result().message
 
 
 def test_unpublished_and_lost_messages_are_found(s, config, world):
@@ -193,7 +232,7 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
     finish_with(s, w3.judging_id, "WA", 999)  # correctness gate: never ranked
     _, w4 = submit(s, config, bob, problem="softmax")
     finish_with(s, w4.judging_id, "AC", 120)  # same total, reached later
-    board = store.leaderboard(s)
+    board = store.results(s).board
     rows = {r["user"]: r for r in board["rows"]}
     assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
     assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
@@ -208,7 +247,7 @@ def test_a_system_error_never_replaces_a_real_verdict(s, config, world):
     finish_with(s, rework[0].judging_id, "SE")
     s.refresh(submission)
     assert store.current_judging(submission).verdict == "AC"
-    assert store.leaderboard(s)["rows"][0]["total"] == 100
+    assert store.results(s).board["rows"][0]["total"] == 100
     only_se, w2 = submit(s, config, world["bob"])
     finish_with(s, w2.judging_id, "SE")
     assert store.current_judging(only_se).verdict == "SE"
@@ -246,7 +285,6 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
             judging.state = rng.choice(["DONE", "DONE", "DONE", "RUNNING"])
             judging.verdict = rng.choice(["AC", "AC", "WA", "SE"])
             judging.score = rng.uniform(1, 100)
-            judging.valid = rng.random() > 0.15
         s.commit()
     expected = set()
     for submission in s.scalars(store.with_results(select(Submission))).unique():
@@ -264,16 +302,16 @@ def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
     the board from before; a database that lost its counter row still moves on."""
     from judge.service.models import Counter
 
-    assert store.leaderboard(s)["rows"] == []
+    assert store.results(s).board["rows"] == []
     _, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    assert [r["user"] for r in store.leaderboard(s)["rows"]] == ["alice"]
+    assert [r["user"] for r in store.results(s).board["rows"]] == ["alice"]
     assert store.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
                                                                       "best_score": 100}
     s.query(Counter).delete()
     s.commit()
     _, work = submit(s, config, world["bob"])
     finish_with(s, work.judging_id, "AC", 200)
-    assert [r["user"] for r in store.leaderboard(s)["rows"]] == ["bob", "alice"]
+    assert [r["user"] for r in store.results(s).board["rows"]] == ["bob", "alice"]
     cached = store.results(s)
     assert store.results(s) is cached  # nothing changed: nothing recomputed

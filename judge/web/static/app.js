@@ -264,7 +264,7 @@ async function submissionsPage() {
         <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</td>
         <td class="num">${num(r.score)}</td><td class="num">${num(r.speedup)}</td>
         <td class="num hide-narrow">${num(r.time_ms)}</td>
-        <td class="num hide-narrow">${num(r.peak_memory_mb)}</td>
+        <td class="num hide-narrow">${num(r.memory_mb)}</td>
         <td class="hide-narrow">${when(r.created_at)}</td></tr>`).join("");
     return rows.some((r) => r.state !== "DONE");
   };
@@ -327,9 +327,9 @@ function appliedPanel(r) {
       + (a.timing_setup.persisting_l2_reset ? ", persisting L2 reset" : "") : "–"],
     ["clock overhead (a warm empty call)", a.timing_setup && a.timing_setup.empty_call_ms != null
       ? `${num(1000 * a.timing_setup.empty_call_ms)} µs` : "–"],
-    ["where the time went", a.phases ? esc(Object.entries(a.phases).map(([k, v]) =>
-      `${k.replace("_", " ")} ${num(v, 3)} s`).join(", ")) + (a.overhead_s != null
-      ? ` <span class="muted">(judge overhead ${num(a.overhead_s, 3)} s)</span>` : "") : "–"],
+    ["where the time went", r.phases ? esc(Object.entries(r.phases).map(([k, v]) =>
+      `${k.replace("_", " ")} ${num(v, 3)} s`).join(", ")) + (r.overhead_s != null
+      ? ` <span class="muted">(judge overhead ${num(r.overhead_s, 3)} s)</span>` : "") : "–"],
     ["GPU before timing", state(gpu.before)], ["GPU after timing", state(gpu.after)],
     ...Object.entries(a.gpu_memory || {}).map(([role, m]) => [`GPU memory, ${esc(role)}`,
       `peak ${num(m.peak_mb)} MiB` + (m.limit_mb ? ` of ${num(m.limit_mb)} MiB` : "")]),
@@ -350,7 +350,8 @@ async function submissionPage(id) {
         <div class="card">total score<b>${num(r.score)}</b></div>
         <div class="card">speedup<b>${num(r.speedup)}</b></div>
         <div class="card">time<b>${num(r.time_ms)} ms</b></div>
-        <div class="card">memory<b>${num(r.peak_memory_mb)} MB</b></div>
+        <div class="card">memory<b>${num(r.memory_mb)} MB</b><span class="muted">${esc(r.memory_measure || "")}</span></div>
+        <div class="card">judged in<b>${num(r.wall_s)} s</b></div>
         <div class="card">language<b>${esc(r.language)}</b></div>
         <div class="card">problem<b><a href="#/problems/${esc(r.problem)}">${esc(r.problem)}</a></b>
           <span class="muted">version ${esc(r.problem_version || "–")}</span></div>
