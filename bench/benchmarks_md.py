@@ -7,9 +7,13 @@ from pathlib import Path
 PATH = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 
-def write_section(name: str, heading: str, block: str) -> None:
-    """Replace the text between <!-- name:start --> and <!-- name:end -->, adding the section
-    under `heading` at the end when it is not there yet."""
+def report_section(name: str, heading: str, block: str, write: bool = True) -> None:
+    """Print a benchmark's block; with `write`, also put it between <!-- name:start --> and
+    <!-- name:end --> in BENCHMARKS.md, adding the section under `heading` at the end when it is
+    not there yet."""
+    print(block)
+    if not write:
+        return
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     text = PATH.read_text()
     if start not in text:

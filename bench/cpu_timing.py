@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
+from judge.host.sandbox import sandbox_for  # noqa: E402
 from judge.judging import timing  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
-from sandbox import get_sandbox  # noqa: E402
 
 FLOOR_PROBLEM = """title: Nothing to do (timing floor)
 languages: [cpp, torch]
@@ -104,7 +104,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sandbox", default="bwrap")
     args = parser.parse_args()
-    device, sandbox = detect("cpu"), get_sandbox(args.sandbox)
+    device = detect("cpu")
+    sandbox = sandbox_for(device, args.sandbox)
     excess = Excess()
     started = time.monotonic()
     lines = []
@@ -160,8 +161,7 @@ def main() -> None:
         f"reported time (the CPU time above {timing.ALLOWANCE_MS * 1000:.0f} µs + "
         f"{timing.ALLOWANCE_FRACTION:.0%}), when 3 standard errors above zero.",
     ])
-    print(block)
-    write_section("cpu-timing", "CPU timing (issue 12)", block)
+    report_section("cpu-timing", "CPU timing (issue 12)", block)
 
 
 if __name__ == "__main__":

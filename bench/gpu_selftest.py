@@ -27,14 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
-from judge.host.device import detect, device_nodes  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
+from judge.host.device import detect  # noqa: E402
+from judge.host.sandbox import sandbox_for  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.judging.selftest import run_self_tests  # noqa: E402
 from judge.languages import infer_language  # noqa: E402
 from judge.problem.schema import Problem, ProblemError, load_problem, self_tests  # noqa: E402
 from judge.verdicts import Verdict  # noqa: E402
-from sandbox import get_sandbox  # noqa: E402
 
 
 def timed_subset(problem: Problem, device_kind: str, count: int) -> list[str] | None:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     device = detect(args.device)
-    sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
+    sandbox = sandbox_for(device, args.sandbox)
     slugs = args.problems or sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.yaml"))
     failures, rows, skipped = [], [], []
     for slug in slugs:
@@ -136,12 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         report += "\nFailures:\n" + "".join(f"- {f}\n" for f in failures)
     command = "`bash deploy/gpu-selftest.sh`" if device.kind != "cpu" else (
         f"`python bench/gpu_selftest.py --device {args.device} --repeats {args.repeats}`")
-    print("\n" + report)
     if args.markdown:
         args.markdown.write_text(report)
-    if args.write:
-        write_section(f"selftest-{device.kind}", f"Device self-test ({device.kind})",
-                      f"Command: {command}\n\n{report}")
+    report_section(f"selftest-{device.kind}", f"Device self-test ({device.kind})",
+                   f"Command: {command}\n\n{report}", args.write)
     return 1 if failures else 0
 
 

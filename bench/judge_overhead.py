@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 
 
 def judge_once(problem: Path, source: Path, sandbox: str) -> tuple[float, dict]:
@@ -77,9 +77,8 @@ def main() -> None:
         f"max {max(speedups):.3f}, spread (max − min) / median = {spread:.1%}.",
     ]
     block = "\n".join(lines)
-    print(block)
-    if args.write:
-        write_section("judge_overhead", "Judge overhead and reproducibility (`vector_add`, CPU)", block)
+    report_section("judge_overhead", "Judge overhead and reproducibility (`vector_add`, CPU)",
+                   block, args.write)
 
 if __name__ == "__main__":
     main()

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 from tests.conftest import docker_test_image  # noqa: E402
 from tests.server.stack import PROBLEMS, Stack, wait_for  # noqa: E402
 
@@ -177,9 +177,7 @@ def main() -> None:
     for backend, got in results.items():
         lines.append(phase_row(f"serve, {backend}", got["records"]))
     block = "\n".join(lines)
-    print(block)
-    if args.write:
-        write_section("latency", "Judging latency (issue 13)", block)
+    report_section("latency", "Judging latency (issue 13)", block, args.write)
 
 
 if __name__ == "__main__":

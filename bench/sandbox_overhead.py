@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
@@ -88,9 +88,7 @@ def main() -> None:
         "| --- | ---: | ---: | ---: | ---: |",
         *rows,
     ])
-    print(block)
-    if args.write:
-        write_section("sandbox_overhead", "Sandbox backends (issue 4)", block)
+    report_section("sandbox_overhead", "Sandbox backends (issue 4)", block, args.write)
 
 if __name__ == "__main__":
     main()

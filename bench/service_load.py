@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 from tests.server.stack import PROBLEMS, Stack  # noqa: E402
 
 SOURCE = (PROBLEMS / "vector_add/solutions/AC/loop.cpp").read_text()
@@ -167,9 +167,7 @@ def main() -> None:
                      f"{got['p99']:.1f} | {got['failures']} | p99 ≤ {TARGET_READ_P99:.0f} ms: "
                      f"{verdict(got['p99'], TARGET_READ_P99, False)} |")
     block = "\n".join(lines)
-    print(block)
-    if args.write:
-        write_section("service_load", "Service (issue 13)", block)
+    report_section("service_load", "Service (issue 13)", block, args.write)
 
 
 if __name__ == "__main__":

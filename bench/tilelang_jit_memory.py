@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import write_section  # noqa: E402
+from bench.benchmarks_md import report_section  # noqa: E402
 from judge.problem import exprs  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 
@@ -105,10 +105,9 @@ def main() -> int:
                      f"{r['process_mb']:.0f} MB | {r['nvcc_mb']:.0f} MB | "
                      f"{r['process_mb'] + r['nvcc_mb']:.0f} MB | {r['outcome']} |")
     table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section("tilelang-jit-memory", "TileLang JIT memory (host, sm_90a, measured on the CPU)",
-                      "Command: `python bench/tilelang_jit_memory.py --write`\n\n" + table)
+    report_section("tilelang-jit-memory", "TileLang JIT memory (host, sm_90a, measured on the CPU)",
+                   "Command: `python bench/tilelang_jit_memory.py --write`\n\n" + table,
+                   args.write)
     return 0
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from judge.service import admin, client
+from judge.settings import settings
 
 # The judging, problem and sandbox modules are imported by the commands that use them: the
 # client commands (status, submit, leaderboard, ...) start without them (~0.2 s of imports
@@ -25,7 +25,7 @@ class BadInput(Exception):
 
 
 def problems_root() -> Path:
-    return Path(os.environ.get("KJUDGE_PROBLEMS", "problems"))
+    return settings().problems_dir
 
 
 def _load(path: str):
@@ -39,11 +39,11 @@ def _load(path: str):
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from judge.host.device import DeviceUnavailable, detect, device_nodes
+    from judge.host.device import DeviceUnavailable, detect
+    from judge.host.sandbox import sandbox_for
     from judge.judging import report
     from judge.judging.warm import Slot, startup_env
     from judge.languages import UnknownLanguage, get_language, infer_language
-    from sandbox import get_sandbox
 
     problem = _load(args.problem)
     source_path = Path(args.source)
@@ -53,7 +53,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         language = get_language(args.lang) if args.lang else infer_language(source_path, source)
         device = detect(args.device)
-        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
+        sandbox = sandbox_for(device, args.sandbox)
     except (UnknownLanguage, DeviceUnavailable, ValueError) as exc:
         raise BadInput(str(exc)) from None
     # the harnesses import torch while this process does the same (~2 s each)
@@ -73,7 +73,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         if not slot.taken:
             slot.close()
     result.requested = {"language": args.lang or "inferred", "device": args.device or "auto",
-                        "sandbox": args.sandbox}
+                        "sandbox": args.sandbox or settings().sandbox}
     if args.csv:
         report.write_csv(result, Path(args.csv))
     print(report.to_json(result) if args.json else report.table(result))
@@ -81,15 +81,15 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from judge.host.device import DeviceUnavailable, detect, device_nodes
+    from judge.host.device import DeviceUnavailable, detect
+    from judge.host.sandbox import sandbox_for
     from judge.judging.selftest import run_self_tests
     from judge.problem.schema import ProblemError, load_problem
-    from sandbox import get_sandbox
 
     failed = False
     try:
         device = detect(args.device)
-        sandbox = get_sandbox(args.sandbox, devices=device_nodes(device), gpu_uuid=device.uuid)
+        sandbox = sandbox_for(device, args.sandbox)
     except (DeviceUnavailable, ValueError) as exc:
         raise BadInput(str(exc)) from None
     for path in args.paths:
@@ -171,14 +171,28 @@ def cmd_image_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_settings(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
+    from judge import settings as settings_module
+
+    if args.markdown:
+        print(settings_module.markdown_table(), end="")
+        return EXIT_OK
+    current = settings()
+    for f in fields(current):
+        print(f"{f.metadata['env']:<30} {getattr(current, f.name)}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kjudge", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     def device_and_sandbox(p: argparse.ArgumentParser) -> None:
         p.add_argument("--device", help="cpu, cuda or cuda:N (default: the GPU if visible)")
-        p.add_argument("--sandbox", default="auto",
-                       help="a backend of sandbox/, or auto: the strongest one available")
+        p.add_argument("--sandbox", help="a backend of sandbox/, or auto: the strongest one "
+                                         "available (default: KJUDGE_SANDBOX, else auto)")
 
     j = sub.add_parser("judge", help="judge a source against a problem folder")
     j.add_argument("problem", help="problem folder")
@@ -219,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     ic.add_argument("--host-python", action="store_true",
                     help="bind the host's Python (test images made with docker import)")
     ic.set_defaults(func=cmd_image_check)
+    st = sub.add_parser("settings", help="the settings in effect (KJUDGE_* variables)")
+    st.add_argument("--markdown", action="store_true", help="the table of deploy/README.md")
+    st.set_defaults(func=cmd_settings)
     admin.register(sub)
     client.register(sub)
     return parser

@@ -7,7 +7,6 @@ runs only when asked for by name.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from sandbox.base import (
@@ -17,6 +16,7 @@ from sandbox.base import (
     ReplyTimeout,
     RunResult,
     Sandbox,
+    SandboxConfig,
     SandboxLimits,
     SandboxProcess,
 )
@@ -42,33 +42,28 @@ NO_ISOLATION = ("no sandbox that isolates submissions is available on this host:
                 "runs submissions without file-system isolation (development only)")
 
 
-def get_sandbox(name: str = "auto", devices: Sequence[str] = (),
-                gpu_uuid: str | None = None) -> Sandbox:
-    """A backend by name; `devices` are the accelerator device nodes its runs may open and
-    `gpu_uuid` the one NVIDIA GPU a container gets."""
+def get_sandbox(name: str = "auto", config: SandboxConfig | None = None,
+                devices: Sequence[str] = (), gpu_uuid: str | None = None) -> Sandbox:
+    """A backend by name, built from `config` (the defaults when None: no docker image);
+    `devices` are the accelerator device nodes its runs may open and `gpu_uuid` the one NVIDIA
+    GPU a container gets."""
+    config = config or SandboxConfig()
     if name == "auto":
-        name = next((n for n in PREFERENCE if BACKENDS[n].available()), None)
+        name = next((n for n in PREFERENCE if BACKENDS[n].available(config)), None)
         if name is None:
             raise NoSandbox(NO_ISOLATION)
     if name not in BACKENDS:
         raise NoSandbox(f"unknown sandbox backend {name!r}; known: {', '.join(BACKENDS)}")
     backend = BACKENDS[name]
-    if not backend.available():
+    if not backend.available(config):
         raise NoSandbox(f"sandbox backend {name!r} is not available on this host" + (
             " (`unshare` from util-linux must be able to make PID and network namespaces)"
             if name == "process" else "; " + NO_ISOLATION))
-    if backend is ProcessSandbox:
-        return backend()
-    if backend is DockerSandbox:
-        return backend(devices=devices, gpu_uuid=gpu_uuid)
-    # toolchains outside /usr (e.g. /opt/maca) are named in KJUDGE_SANDBOX_PATHS; CUDA's by
-    # CUDA_HOME, as nvcc is looked up there too
-    extra = [p for p in [*os.environ.get("KJUDGE_SANDBOX_PATHS", "").split(":"),
-                         os.environ.get("CUDA_HOME", "")] if p]
-    return backend(extra_system_paths=extra, devices=devices)
+    return backend.from_config(config, devices=devices, gpu_uuid=gpu_uuid)
 
 
 __all__ = [
     "BACKENDS", "ISOLATED", "NO_ISOLATION", "Mount", "NoSandbox", "ProcessDied", "ProtocolError",
-    "ReplyTimeout", "RunResult", "Sandbox", "SandboxLimits", "SandboxProcess", "get_sandbox",
+    "ReplyTimeout", "RunResult", "Sandbox", "SandboxConfig", "SandboxLimits", "SandboxProcess",
+    "get_sandbox",
 ]

@@ -1,28 +1,25 @@
-"""The sandbox interface every backend implements (process, bwrap; docker later).
+"""The sandbox interface every backend implements (process, bwrap, docker).
 
 A backend starts a command with a set of mounts, limits and a scrubbed environment, and hands
 back a `SandboxProcess`: stdin/stdout pipes for the harness protocol, stderr captured up to the
-output limit, a cgroup for memory and process caps, and a kill that leaves nothing behind.
+output limit, a cgroup for memory and process caps, and a kill that leaves nothing behind. It is
+built from a `SandboxConfig` (the judge fills one from its settings) and names the one device its
+runs see (`device_env`). Backends that start the run as a child process share
+sandbox/command.py; docker hands the run to the engine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
-import resource
 import signal
-import subprocess
 import sys
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from sandbox.cgroup import Cgroup
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_PROTOCOL_LINE = 1 << 20
@@ -178,10 +175,6 @@ class SandboxProcess(ABC):
             raise ProtocolError("protocol message is not an object")
         return message
 
-    def request(self, message: dict, timeout: float) -> dict:
-        self.send(message)
-        return self.receive(timeout)
-
     def log(self) -> str:
         return self._log.decode(errors="replace")
 
@@ -196,156 +189,71 @@ class SandboxProcess(ABC):
         return f"exit code {code}"
 
 
-class PopenProcess(SandboxProcess):
-    """A sandboxed command started as a child process (process and bwrap backends)."""
+@dataclass(frozen=True)
+class SandboxConfig:
+    """What backends are built from (judge/settings.py fills it from KJUDGE_* settings)."""
 
-    def __init__(self, popen: subprocess.Popen, cgroup: Cgroup | None, output_limit: int):
-        super().__init__(output_limit)
-        self.popen = popen
-        self.cgroup = cgroup
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        if popen.stdout is not None:
-            threading.Thread(target=self._read_stdout, daemon=True).start()
-
-    def _drain_stderr(self) -> None:
-        stream = self.popen.stderr
-        while (chunk := stream.read1(65536)) and self._add_log(chunk):
-            pass
-
-    def _read_stdout(self) -> None:
-        while chunk := self.popen.stdout.read1(65536):
-            self._add_stdout(chunk)
-        self._stdout_closed()
-
-    def _write(self, data: bytes) -> None:
-        self.popen.stdin.write(data)
-        self.popen.stdin.flush()
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.popen.kill()
-        if self.cgroup:
-            self.cgroup.freeze(False)  # a frozen task dies only once thawed
-            self.cgroup.kill_all()
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        try:
-            return self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def returncode(self) -> int | None:
-        return self.popen.poll()
-
-    def close(self) -> None:
-        self.kill()
-        self.wait(5)
-        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
-            with contextlib.suppress(OSError):
-                if stream:
-                    stream.close()
-        if self.cgroup:
-            self.cgroup.remove()
-
-    def peak_memory_mb(self) -> float:
-        return self.cgroup.peak_bytes() / 2**20 if self.cgroup else 0.0
-
-    def memory_exceeded(self) -> bool:
-        return bool(self.cgroup and self.cgroup.oom_killed())
-
-    def pids(self) -> list[int]:
-        return self.cgroup.pids() if self.cgroup else process_tree(self.popen.pid)
-
-    def freeze(self, frozen: bool) -> bool:
-        return bool(self.cgroup and self.cgroup.freeze(frozen))
-
-    def cpu_ns(self) -> int | None:
-        return self.cgroup.cpu_ns() if self.cgroup else None
-
-    def mark_memory(self) -> float:
-        return self.cgroup.mark_memory() / 2**20 if self.cgroup else 0.0
-
-    def _adjust(self, limits: SandboxLimits) -> None:
-        if self.cgroup is not None:  # without one no cap was applied at the start either
-            self.cgroup.set_memory(limits.memory_mb * 2**20)
-            if limits.cpus:
-                self.cgroup.set_cpus(limits.cpus)  # else the harness holds itself there
-        if not limits.cpu_idle:
-            for _ in range(2):  # a thread started meanwhile inherited the old policy
-                for tid in self._threads():
-                    with contextlib.suppress(OSError):
-                        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-
-    def _threads(self) -> list[int]:
-        if self.cgroup is not None:
-            return self.cgroup.threads()
-        return [int(t.name) for pid in process_tree(self.popen.pid)
-                for t in Path(f"/proc/{pid}/task").glob("[0-9]*")]
+    docker_image: str = ""  # pinned by digest: name@sha256:… or sha256:…
+    docker_python: str = "python3"  # the interpreter inside the image
+    docker_host_python: bool = False  # bind the host's /usr and Python (test images)
+    docker_cpus: float = 1.0
+    owner: str = ""  # the label of a worker's containers (its leftovers are removed)
+    system_paths: tuple[str, ...] = ()  # bwrap: toolchain folders outside /usr
 
 
 class Sandbox(ABC):
     name: str = "abstract"
     isolates_filesystem: bool = False
+    gpu_by_request = False  # True: the runtime gives a run only its one NVIDIA GPU (docker)
+    # a run is killed when the thread that started it ends (a parent-death signal: bwrap's
+    # --die-with-parent, unshare's --kill-child), so only long-lived threads may start runs
+    runs_die_with_thread = True
 
     @classmethod
     @abstractmethod
-    def available(cls) -> bool: ...
+    def available(cls, config: SandboxConfig | None = None) -> bool: ...
+
+    @classmethod
+    def from_config(cls, config: SandboxConfig, devices: Sequence[str] = (),
+                    gpu_uuid: str | None = None) -> Sandbox:
+        """The backend for this configuration, its runs allowed the device nodes `devices`
+        (and, where the runtime hands out GPUs, the NVIDIA GPU `gpu_uuid`)."""
+        return cls()
 
     @property
     def python(self) -> str:
         """The interpreter that runs the harness inside this sandbox."""
         return sys.executable
 
-    gpu_by_request = False  # True: the runtime gives a run only its one NVIDIA GPU (docker)
-    # a run is killed when the thread that started it ends (a parent-death signal: bwrap's
-    # --die-with-parent, unshare's --kill-child), so only long-lived threads may start runs
-    runs_die_with_thread = True
-
     @property
     def host_system(self) -> bool:
         """Whether runs see the host's own system (its libraries, drivers and toolchains)."""
         return True
-
-    @abstractmethod
-    def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
-        """The full command line that runs argv inside this sandbox."""
 
     def path(self, mount: Mount, *parts: str) -> str:
         """Where a host path inside `mount` is seen by the sandboxed command."""
         base = mount.target if self.isolates_filesystem else str(mount.host)
         return str(Path(base, *parts))
 
-    def cwd_arg(self, cwd: Mount) -> str | None:
-        return None if self.isolates_filesystem else str(cwd.host)
+    def device_env(self, device) -> tuple[dict[str, str], str]:
+        """The environment that shows a run its one device (a judge's DeviceInfo: `kind`,
+        `torch_name`, `uuid`), and torch's name for it inside the run: `cuda:0`, also on MetaX
+        cards, whose torch build keeps torch.cuda's names. NVIDIA GPUs are named by UUID: a
+        sandbox that shows only /dev/nvidia<minor> has one GPU, index 0, whatever the host's."""
+        kind, _, index = device.torch_name.partition(":")
+        if kind != "cuda":
+            return {}, device.torch_name
+        if device.kind == "maca":
+            return {"CUDA_VISIBLE_DEVICES": index or "0",
+                    "MACA_VISIBLE_DEVICES": index or "0"}, "cuda:0"
+        return {"CUDA_VISIBLE_DEVICES": device.uuid or index or "0"}, "cuda:0"
 
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        mounts: Sequence[Mount],
-        cwd: Mount,
-        env: dict[str, str],
-        limits: SandboxLimits,
-        protocol: bool = True,
-    ) -> SandboxProcess:
-        cgroup = Cgroup.create(limits.memory_mb * 2**20, limits.pids, limits.cpus)
-        full_env = {"PATH": DEFAULT_PATH, "HOME": self.path(cwd), "TMPDIR": self.path(cwd),
-                    "LANG": "C.UTF-8", **env}
-        popen = subprocess.Popen(
-            self.command(argv, mounts, cwd),
-            stdin=subprocess.PIPE if protocol else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if protocol else subprocess.STDOUT,
-            cwd=self.cwd_arg(cwd),
-            env=full_env,
-            preexec_fn=_child_setup(cgroup, limits),
-            close_fds=True,
-        )
-        if not protocol:  # stdout and stderr share one pipe: drain it as the log
-            popen.stderr, popen.stdout = popen.stdout, None
-        return PopenProcess(popen, cgroup, limits.output_bytes)
+    @abstractmethod
+    def spawn(self, argv: Sequence[str], *, mounts: Sequence[Mount], cwd: Mount,
+              env: dict[str, str], limits: SandboxLimits,
+              protocol: bool = True) -> SandboxProcess:
+        """Start argv: with `protocol`, stdin and stdout carry the harness protocol and stderr
+        is the log; without, stdout and stderr are one log (compilers)."""
 
     def run(
         self,
@@ -385,29 +293,6 @@ def process_tree(root: int) -> list[int]:
         found.append(pid)
         todo.extend(children.get(pid, []))
     return found
-
-
-def _child_setup(cgroup: Cgroup | None, limits: SandboxLimits):
-    procs_files = cgroup.procs_files() if cgroup else []
-    file_size = limits.file_size_mb * 2**20
-
-    cpus = parse_cpus(limits.cpus) if limits.cpus else None
-    idle = limits.cpu_idle
-
-    def setup() -> None:  # runs in the child between fork and exec
-        os.setsid()
-        if idle:  # inherited by every process and thread the run starts
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        if cpus:  # the cgroup's cpuset holds it there; the affinity alone where there is none
-            os.sched_setaffinity(0, cpus)
-        pid = str(os.getpid())
-        for path in procs_files:
-            with open(path, "w") as f:
-                f.write(pid)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-
-    return setup
 
 
 def parse_cpus(cpus: str) -> set[int]:

@@ -7,12 +7,14 @@ accelerator also get its device nodes and a read-only /sys (as a container does)
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sandbox.base import Mount, Sandbox
+from sandbox.base import Mount, SandboxConfig
+from sandbox.command import CommandSandbox
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
 
@@ -23,7 +25,7 @@ def python_paths() -> list[str]:
     return sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
 
 
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(CommandSandbox):
     name = "bwrap"
     isolates_filesystem = True
 
@@ -32,8 +34,16 @@ class BwrapSandbox(Sandbox):
         self.devices = list(devices)  # e.g. /dev/nvidia0 for a GPU worker
 
     @classmethod
-    def available(cls) -> bool:
+    def available(cls, config: SandboxConfig | None = None) -> bool:
         return shutil.which("bwrap") is not None
+
+    @classmethod
+    def from_config(cls, config: SandboxConfig, devices: Sequence[str] = (),
+                    gpu_uuid: str | None = None) -> BwrapSandbox:
+        """Toolchains outside /usr (e.g. /opt/maca) are the config's `system_paths`; CUDA's is
+        $CUDA_HOME, where nvcc is looked up too."""
+        paths = [*config.system_paths, os.environ.get("CUDA_HOME", "")]
+        return cls(extra_system_paths=[p for p in paths if p], devices=devices)
 
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
         cmd = [

@@ -26,8 +26,10 @@ class Cgroup:
         self.unified = unified
 
     @classmethod
-    def create(cls, memory_bytes: int, pids: int, cpus: str | None = None) -> Cgroup | None:
-        """A new group; `cpus` (a cpuset list such as "1") keeps its tasks on those CPUs."""
+    def create(cls, memory_bytes: int, pids: int, cpus: str | None = None,
+               idle: bool = False) -> Cgroup | None:
+        """A new group; `cpus` (a cpuset list such as "1") keeps its tasks on those CPUs; an
+        `idle` group gets the least CPU weight (see `set_idle`)."""
         name = f"run-{uuid.uuid4().hex[:12]}"
         try:
             if (ROOT / "cgroup.controllers").exists():
@@ -38,6 +40,7 @@ class Cgroup:
             return None
         if cpus is not None:
             group.cpus_applied = group._set_cpus(cpus)
+        group.set_idle(idle)
         return group
 
     cpus_applied = False  # whether the group's tasks are held to the CPUs asked for
@@ -49,8 +52,9 @@ class Cgroup:
         (ROOT / "cgroup.subtree_control").write_text("+memory +pids")
         (parent / "cgroup.subtree_control").write_text("+memory +pids")
         for control in (ROOT / "cgroup.subtree_control", parent / "cgroup.subtree_control"):
-            with contextlib.suppress(OSError):  # a host may not delegate cpuset
-                control.write_text("+cpuset")
+            for controller in ("+cpuset", "+cpu"):
+                with contextlib.suppress(OSError):  # a host may not delegate them
+                    control.write_text(controller)
         path = parent / name
         path.mkdir()
         group = cls({"unified": path}, unified=True)
@@ -63,11 +67,18 @@ class Cgroup:
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, pids: int, cpuset: bool) -> Cgroup:
         dirs = {}
-        for controller in ("memory", "pids", "freezer", "cpuset", "cpuacct"):
-            if controller in ("freezer", "cpuset", "cpuacct") and not (ROOT / controller).is_dir():
+        seen: set[Path] = set()  # `cpu` and `cpuacct` are often one hierarchy, two names
+        for controller in ("memory", "pids", "freezer", "cpuset", "cpuacct", "cpu"):
+            optional = controller in ("freezer", "cpuset", "cpuacct", "cpu")
+            if optional and not (ROOT / controller).is_dir():
                 continue
             if controller == "cpuset" and not cpuset:
                 continue
+            if (ROOT / controller).resolve() in seen:
+                dirs[controller] = dirs[next(c for c in dirs if (ROOT / c).resolve()
+                                             == (ROOT / controller).resolve())]
+                continue
+            seen.add((ROOT / controller).resolve())
             parent = ROOT / controller / PARENT
             if controller == "cpuset" and not parent.is_dir():
                 parent.mkdir()  # a v1 cpuset holds no task until its CPUs and nodes are set
@@ -101,11 +112,28 @@ class Cgroup:
         self.cpus_applied = self._set_cpus(cpus)
         return self.cpus_applied
 
+    def set_idle(self, idle: bool) -> bool:
+        """Weigh the group as a run waiting for its judging (`idle`: the least CPU weight, so it
+        gets only time nothing else wants) or as a judging's run (the default weight). The
+        threads' own SCHED_IDLE is not enough: the kernel weighs each session's autogroup, or
+        each group, equally whatever its threads' policy. False where there is no cpu
+        controller here."""
+        directory = self.dirs.get("unified" if self.unified else "cpu")
+        if directory is None:
+            return False
+        name, value = (("cpu.weight", "1" if idle else "100") if self.unified
+                       else ("cpu.shares", "2" if idle else "1024"))
+        try:
+            (directory / name).write_text(value)
+            return True
+        except OSError:
+            return False
+
     def threads(self) -> list[int]:
         """Every thread of every task of the group (v1 `tasks`, v2 `cgroup.threads`)."""
         name = "cgroup.threads" if self.unified else "tasks"
         out: set[int] = set()
-        for directory in self.dirs.values():
+        for directory in self._unique_dirs():
             with contextlib.suppress(OSError, ValueError):
                 out.update(int(p) for p in (directory / name).read_text().split())
         return sorted(out)
@@ -125,7 +153,10 @@ class Cgroup:
 
     def procs_files(self) -> list[str]:
         """Files to write the child's pid into (from preexec, before exec)."""
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return [str(d / "cgroup.procs") for d in self._unique_dirs()]
+
+    def _unique_dirs(self) -> list[Path]:
+        return list(dict.fromkeys(self.dirs.values()))
 
     def _memory_dir(self) -> Path:
         return self.dirs["unified" if self.unified else "memory"]
@@ -166,7 +197,7 @@ class Cgroup:
 
     def pids(self) -> list[int]:
         out: set[int] = set()
-        for directory in self.dirs.values():
+        for directory in self._unique_dirs():
             with contextlib.suppress(OSError, ValueError):
                 out.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
         return sorted(out)
@@ -183,7 +214,7 @@ class Cgroup:
 
     def remove(self) -> None:
         self.kill_all()
-        for directory in self.dirs.values():
+        for directory in self._unique_dirs():
             for _ in range(50):
                 try:
                     directory.rmdir()

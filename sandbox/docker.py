@@ -4,13 +4,8 @@ No network, read-only root, a tmpfs /tmp, the job's mounts (only the scratch dir
 cap-drop ALL, no-new-privileges, uid 65534, pids / memory (= swap) / CPU limits, ulimits below
 the host's, one accelerator exposed (NVIDIA by device request, MACA by device nodes). Containers
 are killed and removed through the Engine API; a worker removes its leftovers when it starts.
-
-Configuration (environment):
-  KJUDGE_DOCKER_IMAGE        image pinned by digest: name@sha256:… or an image id sha256:…
-  KJUDGE_DOCKER_PYTHON       the interpreter inside the image (default python3)
-  KJUDGE_DOCKER_HOST_PYTHON  1: bind the host's /usr and Python environment read-only (test
-                             images made with `docker import`, see tests/docker_image.sh)
-  KJUDGE_DOCKER_CPUS         CPUs per container (default 1)
+Built from the config's `docker_*` fields (the image, its interpreter, the host's Python for test
+images made with `docker import`: tests/docker_image.sh, CPUs per container) and `owner`.
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ from sandbox.base import (
     DEFAULT_PATH,
     Mount,
     Sandbox,
+    SandboxConfig,
     SandboxLimits,
     SandboxProcess,
     process_tree,
@@ -212,29 +208,42 @@ class DockerSandbox(Sandbox):
     name = "docker"
     isolates_filesystem = True
     runs_die_with_thread = False  # the engine holds the container
-    def __init__(self, image: str | None = None, devices: Sequence[str] = (),
-                 gpu_uuid: str | None = None, owner: str | None = None,
-                 host_python: bool | None = None):
-        self.pinned = image or os.environ.get("KJUDGE_DOCKER_IMAGE", "")
-        if not self.pinned:
+
+    def __init__(self, image: str, devices: Sequence[str] = (), gpu_uuid: str | None = None,
+                 owner: str = "", host_python: bool = False, python: str = "python3",
+                 cpus: float = 1.0):
+        if not image:
             raise ImageNotPinned("set KJUDGE_DOCKER_IMAGE to the contest image, pinned by digest")
+        self.pinned = image
         self.client = _client()
         self.image_id = resolve_image(self.client, self.pinned)
         self.image_path = image_path(self.client.images.get(self.image_id))
-        self.host_python = (os.environ.get("KJUDGE_DOCKER_HOST_PYTHON") == "1"
-                            if host_python is None else host_python)
+        self.host_python = host_python
+        self.image_python = python
         self.devices = [d for d in devices if "nvidia" not in d]  # NVIDIA: device request
         self.gpu_uuid = gpu_uuid
-        # a worker names itself (KJUDGE_SANDBOX_OWNER=worker-cuda:0) to find its leftovers
-        self.owner = owner or os.environ.get("KJUDGE_SANDBOX_OWNER") or f"cli-{os.getpid()}"
-        self.cpus = float(os.environ.get("KJUDGE_DOCKER_CPUS", "1"))
+        # a worker names itself (owner worker-cuda:0) to find its leftovers
+        self.owner = owner or f"cli-{os.getpid()}"
+        self.cpus = cpus
 
     @classmethod
-    def available(cls) -> bool:
+    def from_config(cls, config: SandboxConfig, devices: Sequence[str] = (),
+                    gpu_uuid: str | None = None) -> DockerSandbox:
+        return cls(config.docker_image, devices, gpu_uuid, config.owner,
+                   config.docker_host_python, config.docker_python, config.docker_cpus)
+
+    @classmethod
+    def available(cls, config: SandboxConfig | None = None) -> bool:
         try:
-            return bool(os.environ.get("KJUDGE_DOCKER_IMAGE")) and _client().ping()
+            return bool(config and config.docker_image) and _client().ping()
         except Exception:
             return False
+
+    def device_env(self, device) -> tuple[dict[str, str], str]:
+        env, name = super().device_env(device)
+        if device.kind == "cuda" and self.gpu_by_request:
+            env = {}  # the container holds that one GPU only
+        return env, name
 
     @property
     def host_system(self) -> bool:
@@ -246,11 +255,7 @@ class DockerSandbox(Sandbox):
 
     @property
     def python(self) -> str:
-        return sys.executable if self.host_python else os.environ.get(
-            "KJUDGE_DOCKER_PYTHON", "python3")
-
-    def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
-        return list(argv)  # the container runs argv itself
+        return sys.executable if self.host_python else self.image_python
 
     def _volumes(self, mounts: Sequence[Mount]) -> dict:
         volumes = {}
@@ -341,7 +346,7 @@ def check_image(pinned: str, packages: Sequence[str], tools: Sequence[str],
     """The Python version, and the versions of these packages and tools, inside an image."""
     import json
 
-    sandbox = DockerSandbox(image=pinned, host_python=host_python, owner="image-check")
+    sandbox = DockerSandbox(pinned, host_python=host_python, owner="image-check")
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
     mount = Mount(scratch, "/kj/scratch")
     argv = [sandbox.python, "-c", PROBE, json.dumps([list(packages), list(tools)])]

@@ -16,7 +16,8 @@ import subprocess
 from collections.abc import Sequence
 from functools import cache
 
-from sandbox.base import Mount, Sandbox
+from sandbox.base import Mount, SandboxConfig
+from sandbox.command import CommandSandbox
 
 
 def unshare_prefix() -> list[str]:
@@ -40,12 +41,12 @@ def _namespaces_work() -> bool:
     return done.returncode == 0 and done.stdout.strip() == "1"
 
 
-class ProcessSandbox(Sandbox):
+class ProcessSandbox(CommandSandbox):
     name = "process"
     isolates_filesystem = False
 
     @classmethod
-    def available(cls) -> bool:
+    def available(cls, config: SandboxConfig | None = None) -> bool:
         return _namespaces_work()
 
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:

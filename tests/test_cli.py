@@ -168,7 +168,7 @@ def test_the_api_process_never_imports_torch(tmp_path):
     """An API process only stores and routes judgings: its start (settings, the device it routes
     to by default, the app) never imports torch, which would cost it ~2 s and ~300 MB."""
     probe = ("import sys; from judge.service.api import create_app; "
-             "from judge.service.config import settings; settings(); create_app(janitor=False); "
+             "from judge.settings import settings; settings(); create_app(janitor=False); "
              "print(sorted(m for m in ('torch', 'judge.judging.pipeline') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "KJUDGE_DATA_DIR": str(tmp_path)})

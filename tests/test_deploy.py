@@ -104,3 +104,27 @@ def test_the_gpu_bundle_pins_what_is_tested_here_and_keeps_the_library_tilelang_
     needed = subprocess.run(["objdump", "-p", compiler.locate()], capture_output=True,
                             text=True).stdout
     assert "libz3.so.4.15" in needed and "libz3.so.4.15" in text
+
+
+def test_the_settings_table_is_the_settings_object():
+    """deploy/README.md documents every KJUDGE_* setting, as judge/settings.py states it."""
+    from judge.settings import markdown_table
+
+    text = (DEPLOY / "README.md").read_text()
+    table = text.split("<!-- settings:begin -->\n", 1)[1].split("<!-- settings:end -->", 1)[0]
+    assert table == markdown_table(), "run `kjudge settings --markdown` into deploy/README.md"
+
+
+def test_no_module_reads_a_kjudge_variable_but_the_settings():
+    """One settings object: the judge, the service and the sandboxes read KJUDGE_* through it
+    (the harness's own contract variables, set by the judge inside a sandbox, aside)."""
+    import re
+
+    contract = {"KJUDGE_DEVICE", "KJUDGE_TILELANG_TARGET"}
+    for path in [*(ROOT / "judge").rglob("*.py"), *(ROOT / "sandbox").rglob("*.py")]:
+        if path.name == "settings.py":
+            continue
+        text = path.read_text()  # reads only: setting a child's environment is not reading it
+        reads = re.findall(r"environ\.get\([\"'](KJUDGE_\w+)", text) + re.findall(
+            r"environ\[[\"'](KJUDGE_\w+)[\"']\](?!\s*=[^=])", text)
+        assert not set(reads) - contract, f"{path.relative_to(ROOT)} reads {set(reads)}"

@@ -13,8 +13,8 @@ from judge.host.device import (
     detect,
     gpu_model,
     queue_device,
-    visible_device_env,
 )
+from sandbox.process import ProcessSandbox
 
 H200 = DeviceInfo("cuda", "cuda:3", "NVIDIA H200", 60 * 2**20, "sm_90a",
                   uuid="GPU-5c7b3c84-0d1e-4a6b-9f00-123456789abc")
@@ -34,15 +34,15 @@ def test_the_cpu_flush_is_the_same_whatever_cache_the_host_reports():
 
 def test_queue_names_and_visibility():
     assert queue_device(H200) == "cuda.h200" and queue_device(detect("cpu")) == "cpu"
-    assert visible_device_env(detect("cpu")) == ({}, "cpu")
+    assert ProcessSandbox().device_env(detect("cpu")) == ({}, "cpu")
 
 
 def test_a_gpu_is_made_visible_by_uuid_not_by_its_host_index():
     """On a multi-GPU host a sandbox exposes /dev/nvidia<minor>; the minor is not the CUDA
     index, and inside the sandbox the one GPU is index 0: only the UUID names it everywhere."""
-    assert visible_device_env(H200) == ({"CUDA_VISIBLE_DEVICES": H200.uuid}, "cuda:0")
+    assert ProcessSandbox().device_env(H200) == ({"CUDA_VISIBLE_DEVICES": H200.uuid}, "cuda:0")
     no_uuid = DeviceInfo("cuda", "cuda:2", "NVIDIA H200", 60 * 2**20, "sm_90a")
-    assert visible_device_env(no_uuid) == ({"CUDA_VISIBLE_DEVICES": "2"}, "cuda:0")
+    assert ProcessSandbox().device_env(no_uuid) == ({"CUDA_VISIBLE_DEVICES": "2"}, "cuda:0")
 
 
 @pytest.mark.parametrize("name,slug,gbps,tflops", [
@@ -85,8 +85,8 @@ def test_a_metax_card_is_detected_through_the_maca_torch_build(monkeypatch):
     assert (maca.kind, maca.torch_name, maca.arch, maca.flush_bytes) == (
         "maca", "cuda:1", "xcore1000", 16 * 2**20)
     assert queue_device(maca) == "maca.c500"
-    assert visible_device_env(maca) == ({"CUDA_VISIBLE_DEVICES": "1", "MACA_VISIBLE_DEVICES": "1"},
-                                        "cuda:0")
+    assert ProcessSandbox().device_env(maca) == (
+        {"CUDA_VISIBLE_DEVICES": "1", "MACA_VISIBLE_DEVICES": "1"}, "cuda:0")
     _probe(monkeypatch, "NVIDIA H200")  # an NVIDIA card is not taken for a MetaX one
     with pytest.raises(DeviceUnavailable, match="not a MetaX card"):
         detect("maca")
@@ -140,10 +140,10 @@ WORKER_MAIN = """
 import json, os
 from judge.service import worker  # what a worker process imports (judge.service.worker.main)
 from judge.service.admin import queues_for
-from judge.service.config import settings
+from judge.settings import settings
 from judge.host.device import detect
 cuda = detect("cuda")
-print(json.dumps({"pid": os.getpid(), "default": settings().default_device,
+print(json.dumps({"pid": os.getpid(), "default": settings().queue_device,
                   "queues": queues_for(settings(), None, None), "uuid": cuda.uuid,
                   "queue": worker.worker_app(settings()).conf.task_default_queue}))
 """

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from judge.settings import settings
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def device_nodes(device: DeviceInfo) -> list[str]:
         per_gpu = re.compile(r"^/dev/nvidia\d+$")
         return [n for n in nodes if not per_gpu.match(n) or n == f"/dev/nvidia{minor}"]
     if device.kind == "maca":
-        listed = os.environ.get("KJUDGE_MACA_DEVICES", "/dev/mxcd:/dev/dri").split(":")
+        listed = settings().maca_devices.split(":")
         return [p for p in listed if p and Path(p).exists()]
     return []
 
@@ -147,20 +148,6 @@ def _nvidia_minor(device: DeviceInfo) -> int | None:
             match = re.search(r"Device Minor:\s*(\d+)", text)
             return int(match.group(1)) if match else None
     return None
-
-
-def visible_device_env(device: DeviceInfo) -> tuple[dict[str, str], str]:
-    """Environment that exposes only this device to a run, and its torch name inside the run.
-
-    NVIDIA GPUs are named by UUID: a sandbox that exposes only /dev/nvidia<minor> shows one GPU,
-    index 0, whatever the host's index, and the minor is not the CUDA index either.
-    """
-    kind, _, index = device.torch_name.partition(":")
-    if kind != "cuda":
-        return {}, device.torch_name
-    if device.kind == "maca":  # the MACA torch build keeps torch.cuda's API and device names
-        return {"CUDA_VISIBLE_DEVICES": index or "0", "MACA_VISIBLE_DEVICES": index or "0"}, "cuda:0"
-    return {"CUDA_VISIBLE_DEVICES": device.uuid or index or "0"}, "cuda:0"
 
 
 def cpu_llc_bytes() -> int:
@@ -260,12 +247,12 @@ def _detect_maca(i: int) -> DeviceInfo:
     KJUDGE_MACA=1; the offload arch comes from KJUDGE_MACA_ARCH (default xcore1000, the C500).
     """
     gpu = _gpu("maca", i)
-    metax = (_gpu_probe()["maca"] or os.environ.get("KJUDGE_MACA") == "1"
+    metax = (_gpu_probe()["maca"] or settings().maca
              or any(n.lower() in gpu["name"].lower() for n in MACA_NAMES))
     if not metax:
         raise DeviceUnavailable(f"device {i} is {gpu['name']!r}, not a MetaX card (set "
                                 "KJUDGE_MACA=1 if this torch build drives one)")
-    arch = os.environ.get("KJUDGE_MACA_ARCH", "xcore1000")
+    arch = settings().maca_arch or "xcore1000"
     return DeviceInfo("maca", f"cuda:{i}", gpu["name"], gpu["l2"] or DEFAULT_LLC_BYTES, arch,
                       memory_bytes=gpu["memory"])  # torch's name for it
 
@@ -273,7 +260,7 @@ def _detect_maca(i: int) -> DeviceInfo:
 def _detect_cuda(i: int) -> DeviceInfo:
     gpu = _gpu("cuda", i)
     model = gpu_model(gpu["name"])
-    arch = os.environ.get("KJUDGE_CUDA_ARCH") or cuda_arch(gpu["major"], gpu["minor"])
+    arch = settings().cuda_arch or cuda_arch(gpu["major"], gpu["minor"])
     uuid = gpu["uuid"].removeprefix("GPU-")
     return DeviceInfo("cuda", f"cuda:{i}", gpu["name"], gpu["l2"], arch, model.peak_gbps,
                       model.peak_tflops, uuid=f"GPU-{uuid}" if uuid else None,

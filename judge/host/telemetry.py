@@ -11,12 +11,12 @@ cards have no NVML: their state is not read yet (mx-smi has no stable library in
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from collections.abc import Callable
 from functools import cache
 
 from judge.host.device import DeviceInfo
+from judge.settings import settings
 
 NVML_SUCCESS = 0
 NVML_ERROR_INSUFFICIENT_SIZE = 7
@@ -93,7 +93,7 @@ class Nvml:
 @cache
 def _nvml() -> Nvml | None:
     try:
-        return Nvml(ctypes.CDLL(os.environ.get("KJUDGE_NVML_LIB", "libnvidia-ml.so.1")))
+        return Nvml(ctypes.CDLL(settings().nvml_lib or "libnvidia-ml.so.1"))
     except (OSError, AttributeError):
         return None
 

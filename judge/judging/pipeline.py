@@ -35,12 +35,11 @@ from judge.judging.reference import ProblemRuntimeError, Reference, TestCase, de
 from judge.judging.rules import check_rules, operator_rule
 from judge.judging.shared import SharedTensors
 from judge.judging.warm import (
-    CPU_THREADS,
     Slot,
     SlotPool,
     WarmHarness,
     contender_cpus,
-    run_device_env,
+    cpu_threads,
     startup_env,
 )
 from judge.languages import Language, infer_language
@@ -413,7 +412,7 @@ class JudgingRun:
             env |= {name: self.sandbox.path(warm.scratch, used.name)
                     for name in language.jit_cache_env}
         shutil.copy2(artifact, warm.sub.host / artifact.name)
-        _device_env, run_device = run_device_env(self.sandbox, self.device)
+        run_device = self.sandbox.device_env(self.device)[1]  # its name inside the sandbox
         gpu_limit = self.gpu_memory_limit_bytes if role == "submission" else None
         jit = self.device.kind in language.jit_devices
         # a JIT compiles inside this process tree (TileLang runs nvcc): room for the compiler
@@ -426,11 +425,12 @@ class JudgingRun:
             "args": [a.model_dump() for a in self.spec.signature],
             "device": run_device,
             "flush_bytes": 0 if self.flushes_from_outside else self.device.flush_bytes,
-            "cpu_threads": CPU_THREADS,
+            "cpu_threads": cpu_threads(),
             "gpu_memory_bytes": gpu_limit,
             # the problem's allow-list at run time (the baseline is the organizer's own code)
             "operator_rule": (operator_rule(language.name, self.spec.rules)
                               if role == "submission" else None),
+            "packages": list(language.packages),
             "env": env,
             "cpus": sorted(self.contender_cpu_set) if self.contender_cpu_set else None,
             "file_size_bytes": self.file_size_mb * 2**20,

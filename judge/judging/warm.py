@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from judge.harness import protocol
-from judge.host.device import DeviceInfo, visible_device_env
+from judge.host.device import DeviceInfo
+from judge.settings import settings
 from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
 
 log = logging.getLogger("kjudge.warm")
@@ -35,9 +36,6 @@ ROLES = ("baseline", "submission")
 JOB_PREFIX = "kjudge-job-"  # then the judge's pid: a dead judge's directories can be told
 # while it waits: enough for the interpreter and torch; the judging sets its own when it takes it
 WARM_LIMITS = SandboxLimits(memory_mb=4096, output_bytes=64 * 1024, file_size_mb=1 << 16)
-# Threads each contender may use on the CPU device: one keeps timings reproducible on shared
-# hosts, where a second busy core would slow a multi-threaded baseline at random.
-CPU_THREADS = int(os.environ.get("KJUDGE_CPU_THREADS", "1"))
 
 
 @dataclass
@@ -124,7 +122,7 @@ class Slot:
 def work_root() -> str | None:
     """Where jobs keep their files: KJUDGE_WORK_DIR, else /dev/shm when it has room (no disk
     write-back under the timed calls), else the system's temporary directory (None)."""
-    chosen = os.environ.get("KJUDGE_WORK_DIR")
+    chosen = settings().work_dir
     if chosen:
         return chosen
     try:
@@ -137,31 +135,29 @@ def work_root() -> str | None:
 
 
 def contender_cpus(device: DeviceInfo) -> str | None:
-    """On the CPU device both contenders keep to the same CPUs, `CPU_THREADS` of them: the last
-    ones this judge may use (the judge and the services keep the rest), or KJUDGE_CONTENDER_CPUS.
+    """On the CPU device both contenders keep to the same CPUs, `cpu_threads()` of them: the
+    last ones this judge may use (the judge and the services keep the rest), or the
+    `contender_cpus` setting.
     A helper thread of the submission then takes time from its own turns, which the judge
     measures, instead of running free on another core."""
     if device.kind != "cpu":
         return None
-    return os.environ.get("KJUDGE_CONTENDER_CPUS") or ",".join(
-        map(str, sorted(os.sched_getaffinity(0))[-CPU_THREADS:]))
+    return settings().contender_cpus or ",".join(
+        map(str, sorted(os.sched_getaffinity(0))[-cpu_threads():]))
 
 
-def run_device_env(sandbox: Sandbox, device: DeviceInfo) -> tuple[dict[str, str], str]:
-    """The environment that shows a sandboxed run its one device, and torch's name for it there
-    (`cuda:0`, also on MetaX cards, whose torch build keeps torch.cuda's names)."""
-    env, name = visible_device_env(device)
-    if device.kind == "cuda" and sandbox.gpu_by_request:
-        env = {}  # the container holds that one GPU only
-    return env, name
+def cpu_threads() -> int:
+    """Threads each contender may use on the CPU device: one keeps timings reproducible on
+    shared hosts, where a second busy core would slow a multi-threaded baseline at random."""
+    return settings().cpu_threads
 
 
 def startup_env(sandbox: Sandbox, device: DeviceInfo) -> dict[str, str]:
     """What a harness must have in its environment when it starts, the same for every judging on
     this device and sandbox; a language's own environment is applied by the harness from its
     config."""
-    env = {"KJUDGE_DEVICE": device.kind, "OMP_NUM_THREADS": str(CPU_THREADS),
-           **run_device_env(sandbox, device)[0]}
+    env = {"KJUDGE_DEVICE": device.kind, "OMP_NUM_THREADS": str(cpu_threads()),
+           **sandbox.device_env(device)[0]}
     if device.kind != "cpu" and "LD_LIBRARY_PATH" in os.environ:
         env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]  # where the host's driver is
     return env

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from judge.host.device import DeviceInfo
 from judge.problem import signature
+from judge.settings import settings
 from sandbox import Mount, Sandbox, SandboxLimits
 
 if TYPE_CHECKING:
@@ -35,8 +36,7 @@ MAX_LOG = 16 * 1024
 
 
 def cache_root() -> Path:
-    root = os.environ.get("KJUDGE_CACHE_DIR") or Path.home() / ".cache" / "kjudge"
-    return Path(root) / "compile"
+    return settings().cache_dir / "compile"
 
 
 @dataclass(frozen=True)
@@ -163,19 +163,19 @@ class NativeLanguage(Language):
 
     loader = "native"
     lexer = "cpp"
-    compiler_env = ""  # e.g. KJUDGE_CXX
-    default_compiler = ""
-    flags_env = ""  # e.g. KJUDGE_CXXFLAGS
-    default_flags = "-O3 -std=c++17"
+    # the fields of judge/settings.py that name its compiler and flags (KJUDGE_CXX, ...)
+    compiler_setting = ""
+    flags_setting = ""
+    default_compiler = ""  # the tool's own name, where its setting is empty
     half_types: dict[str, str] = {}  # dtype -> C type where it differs from protocol.DTYPES
 
     @property
     def compiler(self) -> str:
-        return os.environ.get(self.compiler_env) or self.default_compiler
+        return getattr(settings(), self.compiler_setting) or self.default_compiler
 
     @property
     def flags(self) -> list[str]:
-        return shlex.split(os.environ.get(self.flags_env, self.default_flags))
+        return shlex.split(getattr(settings(), self.flags_setting))
 
     def toolchain_version(self) -> str:
         return tool_version((self.compiler, "--version"))

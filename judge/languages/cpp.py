@@ -11,8 +11,7 @@ class Cpp(NativeLanguage):
     extensions = (".cpp", ".cc", ".cxx")
     devices = ("cpu",)
     source_name = "submission.cpp"
-    compiler_env, default_compiler = "KJUDGE_CXX", "g++"
-    flags_env, default_flags = "KJUDGE_CXXFLAGS", "-O3 -march=native -std=c++17"
+    compiler_setting, flags_setting, default_compiler = "cxx", "cxxflags", "g++"
     half_types = {"float16": "_Float16", "bfloat16": "uint16_t"}
 
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from judge.host.device import DeviceInfo
 from judge.languages.base import NativeLanguage, support_source
+from judge.settings import settings
 from sandbox.base import DEFAULT_PATH
 
 DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
@@ -47,16 +48,15 @@ class Cuda(NativeLanguage):
     devices = ("cuda",)
     source_name = "submission.cu"
     lexer = "cuda"
-    compiler_env, default_compiler = "KJUDGE_NVCC", "nvcc"
-    flags_env = "KJUDGE_NVCC_FLAGS"
+    compiler_setting, flags_setting, default_compiler = "nvcc", "nvcc_flags", "nvcc"
     half_types = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
 
     @property
     def compiler(self) -> str:
-        return os.environ.get(self.compiler_env) or find_nvcc() or self.default_compiler
+        return settings().nvcc or find_nvcc() or self.default_compiler
 
     def arch(self, device: DeviceInfo) -> str:
-        return device.arch or os.environ.get("KJUDGE_CUDA_ARCH", DEFAULT_ARCH)
+        return device.arch or settings().cuda_arch or DEFAULT_ARCH
 
     def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
         """nvcc's own folder first on PATH: sandboxes start from a scrubbed PATH."""

@@ -1,17 +1,13 @@
-"""`maca`: MetaX MACA C++ with the extern "C" run_kernel ABI, built by mxcc.
-
-Configuration (environment): KJUDGE_MACA_PATH (toolkit root, default /opt/maca; its bin/ is put
-on PATH), KJUDGE_MXCC (compiler, default `mxcc`), KJUDGE_MACA_ARCH (offload arch, default
-xcore1000, the C500 family), KJUDGE_MXCC_FLAGS (default `-O3 -std=c++17`).
-"""
+"""`maca`: MetaX MACA C++ with the extern "C" run_kernel ABI, built by mxcc (its toolkit,
+compiler, flags and arch: judge/settings.py)."""
 
 from __future__ import annotations
 
-import os
-
 from judge.host.device import DeviceInfo
 from judge.languages.base import NativeLanguage, support_source
+from judge.settings import settings
 
+DEFAULT_ARCH = "xcore1000"  # the C500 family, where the device does not say
 CHECK_SOURCE = "kjudge_check.maca"  # kjudge_device_check: MACA errors after run_kernel become RE
 
 
@@ -21,19 +17,18 @@ class Maca(NativeLanguage):
     devices = ("maca",)
     source_name = "submission.maca"
     lexer = "cuda"
-    compiler_env, default_compiler = "KJUDGE_MXCC", "mxcc"
-    flags_env = "KJUDGE_MXCC_FLAGS"
+    compiler_setting, flags_setting, default_compiler = "mxcc", "mxcc_flags", "mxcc"
     half_types = {"float16": "__half", "bfloat16": "__maca_bfloat16"}
 
     @property
     def toolkit(self) -> str:
-        return os.environ.get("KJUDGE_MACA_PATH", "/opt/maca")
+        return settings().maca_path
 
     def support_sources(self) -> dict[str, str]:
         return {CHECK_SOURCE: support_source("maca_check.maca")}
 
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        arch = device.arch or os.environ.get("KJUDGE_MACA_ARCH", "xcore1000")
+        arch = device.arch or settings().maca_arch or DEFAULT_ARCH
         return [self.compiler, "-x", "maca", *self.flags, f"--offload-arch={arch}", "-shared",
                 "-fPIC", "-o", output, source, CHECK_SOURCE]
 

@@ -33,12 +33,12 @@ def queues_for(config, queue: str | None, device: str | None) -> list[str]:
 
 def embedded_device(config) -> str:
     """The embedded worker judges what submissions outside contests are routed to."""
-    return "cpu" if config.default_device == "cpu" else config.default_device.split(".")[0]
+    return "cpu" if config.queue_device == "cpu" else config.queue_device.split(".")[0]
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from judge.service import db
-    from judge.service.config import settings
+    from judge.settings import settings
 
     config = settings()
     db.upgrade(config.database_url)
@@ -69,17 +69,19 @@ def require_isolation(insecure: bool) -> None:
     """Workers run untrusted code: one starts only with a sandbox that hides the host from it,
     unless told `--insecure` (then the `process` backend, which still keeps the run out of the
     host's other processes and off the network, and flags every judging)."""
+    from judge.settings import settings
     from sandbox import BACKENDS, ISOLATED, NO_ISOLATION
 
-    name = os.environ.get("KJUDGE_SANDBOX", "auto")
-    if name == "auto" and not any(BACKENDS[n].available() for n in ISOLATED):
+    config = settings()
+    name, sandbox_config = config.sandbox, config.sandbox_config()
+    if name == "auto" and not any(BACKENDS[n].available(sandbox_config) for n in ISOLATED):
         if not insecure:
             raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure")
         name = os.environ["KJUDGE_SANDBOX"] = "process"
     if name == "process" and not insecure:
         raise SystemExit("kjudge: KJUDGE_SANDBOX=process does not isolate submissions from the "
                          "host's files: start with --insecure to judge with it anyway")
-    if name in BACKENDS and not BACKENDS[name].available():
+    if name in BACKENDS and not BACKENDS[name].available(sandbox_config):
         raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available here")
 
 
@@ -87,7 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from judge.service.api import create_app
-    from judge.service.config import settings
+    from judge.settings import settings
 
     config = settings()
     if not args.no_worker:
@@ -160,7 +162,7 @@ def _serve_one(host: str, port: int, log_level: str) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from judge.service.config import settings
+    from judge.settings import settings
 
     config = settings()
     require_isolation(args.insecure)
@@ -174,7 +176,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_user_add(args: argparse.Namespace) -> int:
     from judge.service import db, store
-    from judge.service.config import settings
+    from judge.settings import settings
 
     config = settings()
     db.upgrade(config.database_url)

@@ -25,8 +25,8 @@ from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import broker, db, store
-from judge.service.config import Settings, settings
 from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
+from judge.settings import Settings, settings
 from judge.verdicts import State
 
 log = logging.getLogger("kjudge.api")

@@ -17,8 +17,8 @@ from celery import Celery
 from sqlalchemy import select
 
 from judge.service import db, store
-from judge.service.config import Settings
 from judge.service.models import JudgingRow
+from judge.settings import Settings
 from judge.verdicts import State
 
 log = logging.getLogger("kjudge.broker")
@@ -56,7 +56,7 @@ def celery_app(config: Settings) -> Celery:
     """The app for these settings (one per process and settings; built on first use, never at
     import)."""
     return _make_app(config.broker_url, config.hard_time_limit_s, config.soft_time_limit_s,
-                    config.queue_for(config.default_device))
+                    config.queue_for(config.queue_device))
 
 
 def publish(config: Settings, work: list[store.Enqueue]) -> list[int]:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
+from judge.settings import settings
+
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
-CLIENT_CONFIG = Path(os.environ.get("KJUDGE_CLIENT_CONFIG",
-                                    Path.home() / ".config" / "kjudge" / "client.json"))
 
 
 class CommandError(Exception):
@@ -27,10 +26,12 @@ class CommandError(Exception):
 # -------------------------------------------------------------------------------
 class Client:
     def __init__(self, server: str | None, token: str | None):
-        saved = json.loads(CLIENT_CONFIG.read_text()) if CLIENT_CONFIG.is_file() else {}
-        self.server = (server or os.environ.get("KJUDGE_SERVER") or saved.get("server")
+        config = settings()
+        saved_file = config.client_config
+        saved = json.loads(saved_file.read_text()) if saved_file.is_file() else {}
+        self.server = (server or config.server or saved.get("server")
                        or "http://127.0.0.1:8000").rstrip("/")
-        self.token = token or os.environ.get("KJUDGE_TOKEN") or saved.get("token")
+        self.token = token or config.token or saved.get("token")
 
     def call(self, method: str, path: str, body: dict | None = None,
              params: dict | None = None) -> Reply:

@@ -25,7 +25,6 @@ import judge
 from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem
-from judge.service.config import Settings
 from judge.service.models import (
     Contest,
     Counter,
@@ -37,6 +36,7 @@ from judge.service.models import (
     record_columns,
     utcnow,
 )
+from judge.settings import Settings
 from judge.verdicts import State, Verdict
 
 log = logging.getLogger("kjudge.service")
@@ -159,7 +159,7 @@ class Enqueue:
 
 
 def queue_of(settings: Settings, contest: Contest | None, rejudge: bool) -> str:
-    kind, _, model = (contest.device if contest else settings.default_device).partition(".")
+    kind, _, model = (contest.device if contest else settings.queue_device).partition(".")
     return settings.queue_for(kind, model, rejudge)
 
 
@@ -167,7 +167,7 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
            source: str, contest_slug: str | None = None) -> tuple[Submission, Enqueue]:
     problem = get_problem(s, problem_slug)
     contest = get_contest(s, contest_slug) if contest_slug else None
-    device = contest.device if contest else settings.default_device
+    device = contest.device if contest else settings.queue_device
     try:
         admit(problem.terms(), language, source, device.partition(".")[0],
               allowed=contest.languages if contest else None,

@@ -23,8 +23,8 @@ from celery.signals import worker_init, worker_process_init
 from judge.judging.record import JudgeResult
 from judge.service import db, store
 from judge.service.broker import TASK_NAME, celery_app
-from judge.service.config import Settings, settings
 from judge.service.models import JudgingRow
+from judge.settings import Settings, settings
 from judge.verdicts import State
 
 log = logging.getLogger("kjudge.worker")
@@ -49,9 +49,9 @@ def _remove_leftover_containers(**_kwargs) -> None:
     """A worker that died mid-judging may have left containers: remove them before starting."""
     from sandbox.docker import DockerSandbox, remove_leftovers
 
-    if os.environ.get("KJUDGE_SANDBOX", "auto") in ("auto", "docker") and \
-            DockerSandbox.available():
-        owner = os.environ.get("KJUDGE_SANDBOX_OWNER", "")
+    config = settings()
+    if config.sandbox in ("auto", "docker") and DockerSandbox.available(config.sandbox_config()):
+        owner = config.sandbox_owner
         if not owner:
             return
         removed = remove_leftovers(owner)
@@ -60,7 +60,7 @@ def _remove_leftover_containers(**_kwargs) -> None:
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{os.environ.get('KJUDGE_WORKER_DEVICE', 'cpu')}"
+    return f"{socket.gethostname()}:{os.getpid()}:{settings().worker_device or 'cpu'}"
 
 
 def judge_task(task, judging_id: int) -> str:
@@ -178,13 +178,12 @@ def worker_pool():
     started ahead: judge/judging/warm.py), made at the first judging or when the worker starts."""
     import atexit
 
-    from judge.host.device import detect, device_nodes
+    from judge.host.device import detect
+    from judge.host.sandbox import sandbox_for
     from judge.judging.warm import SlotPool, startup_env
-    from sandbox import get_sandbox
 
-    device = detect(os.environ.get("KJUDGE_WORKER_DEVICE") or None)
-    sandbox = get_sandbox(os.environ.get("KJUDGE_SANDBOX", "auto"),
-                          devices=device_nodes(device), gpu_uuid=device.uuid)
+    device = detect(settings().worker_device or None)
+    sandbox = sandbox_for(device)
     pool = SlotPool(sandbox)
     atexit.register(pool.close)
     pool.prepare(startup_env(sandbox, device))

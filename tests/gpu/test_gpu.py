@@ -55,10 +55,9 @@ def cuda():
 @pytest.fixture(scope="module")
 def gpu_sandbox(cuda):
     """The best sandbox here, with the GPU's device nodes (as `kjudge judge` and workers get it)."""
-    from judge.host.device import device_nodes
-    from sandbox import get_sandbox
+    from judge.host.sandbox import sandbox_for
 
-    return get_sandbox("auto", devices=device_nodes(cuda), gpu_uuid=cuda.uuid)
+    return sandbox_for(cuda)
 
 
 @pytest.fixture(scope="module")

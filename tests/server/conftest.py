@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judge.service import db
-from judge.service.config import Settings
+from judge.settings import Settings
 from tests.conftest import PROBLEMS
 
 POSTGRES_ADMIN = os.environ.get("KJUDGE_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")

@@ -315,3 +315,18 @@ def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
     assert [r["user"] for r in store.results(s).board["rows"]] == ["bob", "alice"]
     cached = store.results(s)
     assert store.results(s) is cached  # nothing changed: nothing recomputed
+
+
+def test_the_publisher_sends_what_it_holds_and_flushes_on_close(s, config, world):
+    """What an API process hands its publishing thread reaches the broker in a batch and is
+    marked enqueued; close() sends what is still held before the thread stops."""
+    from judge.service import broker
+
+    works = [submit(s, config, world["alice"])[1] for _ in range(3)]
+    publisher = broker.Publisher(config)
+    publisher.send(works)
+    publisher.close(timeout=60)
+    s.expire_all()
+    assert all(s.get(JudgingRow, w.judging_id).enqueued_at is not None for w in works)
+    assert broker.broker_counts(config, {works[0].queue}) == {works[0].queue: 3}
+    assert store.unpublished(s, config, {works[0].queue: 3}) == []
