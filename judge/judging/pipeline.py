@@ -9,6 +9,7 @@ run. Timing happens only when every test point is AC.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import secrets
@@ -68,6 +69,10 @@ JIT_COMPILER_MB = 2048
 # Device memory of a submission's process when the problem sets none: the baseline, started
 # first, and the judge's own reference share the rest.
 DEFAULT_GPU_MEMORY_SHARE = 0.4
+# what a test point's record takes over from its checker's report (judge/judging/record.py)
+CHECK_FIELDS = tuple(f.name for f in dataclasses.fields(CheckReport)
+                     if f.name in TestReport.__dataclass_fields__
+                     and f.name not in ("worst", "message"))
 
 
 class NotRunnable(ValueError):
@@ -274,6 +279,7 @@ class JudgingRun:
         with self._phase("compile"):
             compiled = self._compile(self.language, self.source)
         self.result.compile_log = compiled.log
+        self.result.applied["compile_cached"] = compiled.cached
         if not compiled.ok:
             self.result.verdict = Verdict.CE
             self.result.message = "compilation failed" + (" (time limit)" if compiled.timed_out
@@ -509,9 +515,8 @@ class JudgingRun:
     def _report(self, test: TestPoint, verdict: Verdict | None, message: str = "",
                 check: CheckReport | None = None) -> TestReport:
         report = TestReport(test.name, test.sample, verdict, message, params=dict(test.params))
-        if check is not None:
-            for key in ("matched_ratio", "max_abs_err", "max_rel_err", "mismatches", "total",
-                        "nan_count", "inf_count"):
+        if check is not None:  # the checker's figures, under the same names in the record
+            for key in CHECK_FIELDS:
                 setattr(report, key, getattr(check, key))
             report.worst = [vars(w) for w in check.worst]
             report.message = message or check.message

@@ -46,7 +46,6 @@ class CompileResult:
     log: str
     seconds: float
     cached: bool = False
-    key: str = ""
     timed_out: bool = False
 
 
@@ -128,7 +127,7 @@ class Language:
         cached = _cached_artifact(entry)
         if cached:
             log = (entry / "log.txt").read_text()
-            return CompileResult(True, cached, log, time.monotonic() - started, True, key)
+            return CompileResult(True, cached, log, time.monotonic() - started, True)
         with tempfile.TemporaryDirectory(prefix="kjudge-build-") as tmp:
             build = Path(tmp)
             build.chmod(0o777)
@@ -147,13 +146,15 @@ class Language:
                 ok = result.returncode == 0 and (build / artifact_name).is_file()
                 if timed_out:
                     log += f"\ncompilation ran past {timeout_s:g} s and was stopped"
+                elif result.memory_exceeded:
+                    log += f"\nthe compiler ran past its {limits.memory_mb} MB memory limit"
                 elif result.returncode == 0 and not ok:
                     log += "\nthe compiler produced no output file"
             if not ok:
-                return CompileResult(False, None, log, time.monotonic() - started, key=key,
+                return CompileResult(False, None, log, time.monotonic() - started,
                                      timed_out=timed_out)
             artifact = _store(entry, build / artifact_name, log)
-        return CompileResult(True, artifact, log, time.monotonic() - started, False, key)
+        return CompileResult(True, artifact, log, time.monotonic() - started)
 
 
 class NativeLanguage(Language):

@@ -12,7 +12,6 @@ import threading
 from judge.service.client import EXIT_OK, CommandError
 
 
-# -- server side -------------------------------------------------------------------------------
 def worker_argv(queues: list[str], concurrency: int, name: str) -> list[str]:
     """A Celery worker process (judge/service/worker.py: the app is built there, not at import)."""
     return [sys.executable, "-c", "from judge.service.worker import main; main()", "-Q",

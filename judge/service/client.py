@@ -23,7 +23,6 @@ class CommandError(Exception):
         self.code = code
 
 
-# -------------------------------------------------------------------------------
 class Client:
     def __init__(self, server: str | None, token: str | None):
         config = settings()
