@@ -271,6 +271,7 @@ def test_every_language_states_its_facts():
     """What the API, the rules and the harness derive from the registry exists for each."""
     from pygments.lexers import get_lexer_by_name
 
+    from judge.host.device import DEVICE_KINDS
     from judge.languages import KERNEL_PACKAGES, LANGUAGES, PYTHON_LANGUAGES
     from judge.problem.schema import LANGUAGES as SCHEMA_LANGUAGES
 
@@ -278,5 +279,6 @@ def test_every_language_states_its_facts():
     for language in LANGUAGES.values():
         assert get_lexer_by_name(language.lexer)
         assert language.devices and language.extensions and language.toolchain_version()
+        assert set(language.devices) <= set(DEVICE_KINDS) >= set(language.jit_devices)
     assert set(PYTHON_LANGUAGES) == {"triton", "tilelang", "torch"}
     assert set(KERNEL_PACKAGES) == {"triton", "tilelang"}
