@@ -67,18 +67,17 @@ class Cgroup:
     @classmethod
     def _create_v1(cls, name: str, memory_bytes: int, pids: int, cpuset: bool) -> Cgroup:
         dirs = {}
-        seen: set[Path] = set()  # `cpu` and `cpuacct` are often one hierarchy, two names
+        made: dict[Path, Path] = {}  # one group per hierarchy: `cpu` and `cpuacct` are often one
         for controller in ("memory", "pids", "freezer", "cpuset", "cpuacct", "cpu"):
             optional = controller in ("freezer", "cpuset", "cpuacct", "cpu")
             if optional and not (ROOT / controller).is_dir():
                 continue
             if controller == "cpuset" and not cpuset:
                 continue
-            if (ROOT / controller).resolve() in seen:
-                dirs[controller] = dirs[next(c for c in dirs if (ROOT / c).resolve()
-                                             == (ROOT / controller).resolve())]
+            hierarchy = (ROOT / controller).resolve()
+            if hierarchy in made:
+                dirs[controller] = made[hierarchy]
                 continue
-            seen.add((ROOT / controller).resolve())
             parent = ROOT / controller / PARENT
             if controller == "cpuset" and not parent.is_dir():
                 parent.mkdir()  # a v1 cpuset holds no task until its CPUs and nodes are set
@@ -86,7 +85,7 @@ class Cgroup:
                     (parent / setting).write_text((ROOT / controller / setting).read_text())
             path = parent / name
             path.mkdir(parents=True)
-            dirs[controller] = path
+            dirs[controller] = made[hierarchy] = path
         group = cls(dirs, unified=False)
         (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
         with contextlib.suppress(OSError):  # absent without swap accounting

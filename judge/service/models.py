@@ -141,20 +141,16 @@ class JudgingRow(Base):
         return JudgeResult.from_dict(self.record) if self.record is not None else None
 
 
-PROJECTED = ("verdict", "score", "speedup", "time_ms")
-
-
 def record_columns(result: JudgeResult) -> dict:
     """The one mapping from a judging's record to its row: the record whole, and the fields
-    queries use as columns (non-finite numbers stored as NULL)."""
-    data = result.to_dict()
-    columns = {name: data[name] for name in PROJECTED}
-    for name in ("speedup", "time_ms"):
-        if not isinstance(columns[name], (int, float)) or not math.isfinite(columns[name]):
-            columns[name] = None
-    if not isinstance(columns["score"], (int, float)) or not math.isfinite(columns["score"]):
-        columns["score"] = 0.0
-    return {"record": data, **columns}
+    queries rank and filter on as columns (a non-finite number is no figure there)."""
+    return {"record": result.to_dict(), "verdict": result.verdict.value,
+            "score": _finite(result.score) or 0.0, "speedup": _finite(result.speedup),
+            "time_ms": _finite(result.time_ms)}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 class Counter(Base):

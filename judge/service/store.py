@@ -158,19 +158,24 @@ class Enqueue:
     rejudge: bool
 
 
-def queue_of(settings: Settings, contest: Contest | None, rejudge: bool) -> str:
-    kind, _, model = (contest.device if contest else settings.queue_device).partition(".")
-    return settings.queue_for(kind, model, rejudge)
+def queue_device(settings: Settings, contest: Contest | None) -> str:
+    """The device a submission is judged on: its contest's, else the settings' (cuda.h100, …)."""
+    return contest.device if contest else settings.queue_device
+
+
+def queue_of(settings: Settings, device: str) -> str:
+    kind, _, model = device.partition(".")
+    return settings.queue_for(kind, model)
 
 
 def submit(s: Session, settings: Settings, user: User, problem_slug: str, language: str,
            source: str, contest_slug: str | None = None) -> tuple[Submission, Enqueue]:
     problem = get_problem(s, problem_slug)
     contest = get_contest(s, contest_slug) if contest_slug else None
-    device = contest.device if contest else settings.queue_device
-    try:
+    device = queue_device(settings, contest)
+    try:  # a contest without its own language list allows the problem's
         admit(problem.terms(), language, source, device.partition(".")[0],
-              allowed=contest.languages if contest else None,
+              allowed=(contest.languages or None) if contest else None,
               max_source_kb=settings.max_source_kb)
     except SubmissionRejected as exc:
         raise ServiceError(exc.status, str(exc)) from None
@@ -185,7 +190,7 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
                             source=source, contest_id=contest.id if contest else None)
     s.add(submission)
     s.flush()
-    judging = JudgingRow(submission_id=submission.id, queue=queue_of(settings, contest, False))
+    judging = JudgingRow(submission_id=submission.id, queue=queue_of(settings, device))
     s.add(judging)
     s.flush()
     return submission, Enqueue(judging.id, judging.queue, False)

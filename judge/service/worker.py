@@ -43,7 +43,6 @@ def main(argv: list[str] | None = None) -> None:
     worker_app(settings()).worker_main(["worker", *(sys.argv[1:] if argv is None else argv)])
 
 
-# -- the worker side --------------------------------------------------------------------------
 @worker_init.connect
 def _remove_leftover_containers(**_kwargs) -> None:
     """A worker that died mid-judging may have left containers: remove them before starting."""

@@ -330,3 +330,16 @@ def test_the_publisher_sends_what_it_holds_and_flushes_on_close(s, config, world
     assert all(s.get(JudgingRow, w.judging_id).enqueued_at is not None for w in works)
     assert broker.broker_counts(config, {works[0].queue}) == {works[0].queue: 3}
     assert store.unpublished(s, config, {works[0].queue: 3}) == []
+
+
+def test_a_contests_language_list_narrows_the_problems_and_an_empty_one_does_not(s, config,
+                                                                                  world):
+    now = utcnow()
+    window = {"starts_at": now - timedelta(hours=1), "ends_at": now + timedelta(hours=1)}
+    s.add(Contest(slug="python-only", title="P", problems=["vector_add"], languages=["triton"],
+                  **window))
+    s.add(Contest(slug="open", title="O", problems=["vector_add"], languages=[], **window))
+    s.commit()
+    with pytest.raises(store.ServiceError, match="allowed: triton"):
+        submit(s, config, world["alice"], contest_slug="python-only")
+    submit(s, config, world["alice"], contest_slug="open")  # cpp, as the problem allows

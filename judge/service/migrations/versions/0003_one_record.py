@@ -24,7 +24,6 @@ MOVED = {"peak_memory_mb": None, "tests": [], "compile_log": "", "message": "", 
 OLD_TYPES = {"peak_memory_mb": sa.Float(), "tests": sa.JSON(), "compile_log": sa.Text(),
              "message": sa.Text(), "flags": sa.JSON(), "applied": sa.JSON(),
              "problem_version": sa.String(length=32), "judge_version": sa.String(length=32)}
-PROJECTED = ("verdict", "score", "speedup", "time_ms")
 
 
 def _judgings(*names: str) -> sa.Table:
