@@ -12,7 +12,6 @@ class Cpp(NativeLanguage):
     devices = ("cpu",)
     source_name = "submission.cpp"
     compiler_setting, flags_setting, default_compiler = "cxx", "cxxflags", "g++"
-    half_types = {"float16": "_Float16", "bfloat16": "uint16_t"}
 
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
         return [self.compiler, *self.flags, "-shared", "-fPIC", "-o", output, source]
