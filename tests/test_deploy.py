@@ -34,10 +34,9 @@ def test_compose_services_and_commands():
 def test_systemd_worker_unit():
     unit = (DEPLOY / "kjudge-worker@.service").read_text()
     exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
-    argv = shlex.split(exec_start.removeprefix("ExecStart=").replace("%i", "0")
-                       .replace("${KJUDGE_WORKER_QUEUE}", "judge.cuda.h100"))
+    argv = shlex.split(exec_start.removeprefix("ExecStart=").replace("%i", "cuda:0"))
     args = parse(argv)
-    assert args.device == "cuda:0" and args.queue == "judge.cuda.h100"
+    assert args.device == "cuda:0" and args.queue is None  # the queue follows from the device
 
 
 def test_dockerfile_default_command():

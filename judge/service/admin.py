@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import signal
 import subprocess
 import sys
-import threading
+import time
+from functools import partial
 
 from judge.service.client import EXIT_OK, CommandError
 
@@ -94,6 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.no_worker:
         require_isolation(args.insecure)
     _prepare(config)
+    stops = StopSignals()  # installed before the workers start: no signal goes unseen
     workers = []
     if not args.no_worker:
         device = args.device or embedded_device(config)
@@ -101,25 +104,70 @@ def cmd_serve(args: argparse.Namespace) -> int:
                "KJUDGE_SANDBOX_OWNER": f"worker-{device}-embedded"}
         for i in range(args.workers):
             argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
-            workers.append(subprocess.Popen(argv, env=env))
+            workers.append(subprocess.Popen(argv, env=env,
+                                            preexec_fn=partial(die_with_parent, os.getpid())))
     log_level = "warning" if args.quiet else "info"
     try:
         if args.api_processes > 1:  # each process builds its app from the same settings
-            serve_processes(args.api_processes, args.host, args.port, log_level)
-        else:
+            serve_processes(args.api_processes, args.host, args.port, log_level, stops)
+        elif not stops.count:
+            # uvicorn takes SIGTERM/SIGINT while it serves and raises it again once it has
+            # stopped, to the handler it found: ours, so that the workers are stopped next
             uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level)
     finally:
-        for proc in workers:
-            proc.send_signal(signal.SIGTERM)
-        for proc in workers:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_workers(workers, stops)
     return EXIT_OK
 
 
-def serve_processes(count: int, host: str, port: int, log_level: str) -> None:
+STOP_GRACE_S = 60  # a stopping worker's time to finish its running judging, then it stops cold
+
+
+class StopSignals:
+    """Counts SIGTERM and SIGINT from now on: the first stops the server warm, a second one
+    (a second Ctrl-C) makes the workers stop cold."""
+
+    def __init__(self):
+        self.count = 0
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._seen)
+
+    def _seen(self, *_) -> None:
+        self.count += 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child of `parent`: SIGTERM (a warm stop) comes when the parent dies, even by
+    SIGKILL (Linux's parent-death signal); a parent already gone stops the child at once."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def stop_workers(workers: list[subprocess.Popen], stops: StopSignals) -> None:
+    """Warm stop (SIGTERM: Celery lets the running judging finish) for up to STOP_GRACE_S,
+    cold (SIGQUIT: the worker hands its judging back) on a second signal or after that; what
+    is still there 10 s later is killed."""
+    for proc in workers:
+        proc.send_signal(signal.SIGTERM)
+    warm_until = time.monotonic() + STOP_GRACE_S
+    while any(p.poll() is None for p in workers) and time.monotonic() < warm_until \
+            and stops.count < 2:
+        time.sleep(0.2)
+    cold = [p for p in workers if p.poll() is None]
+    for proc in cold:
+        print(f"kjudge: worker {proc.pid} stops cold", file=sys.stderr)
+        proc.send_signal(signal.SIGQUIT)
+    for proc in cold:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_processes(count: int, host: str, port: int, log_level: str,
+                    stops: StopSignals) -> None:
     """The API in `count` processes, each with a listening socket of its own on the port
     (SO_REUSEPORT: the kernel spreads new connections over them evenly; one shared socket let
     the first process to wake take nearly every keep-alive connection). Ends when any of them
@@ -127,16 +175,13 @@ def serve_processes(count: int, host: str, port: int, log_level: str) -> None:
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")  # fresh interpreters: no state forked
-    children = [context.Process(target=_serve_one, args=(host, port, log_level), daemon=True)
-                for _ in range(count)]
+    children = [context.Process(target=_serve_one, args=(host, port, log_level, os.getpid()),
+                                daemon=True) for _ in range(count)]
     for child in children:
         child.start()
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     try:
-        while not stop.wait(0.5) and all(child.is_alive() for child in children):
-            pass
+        while not stops.count and all(child.is_alive() for child in children):
+            time.sleep(0.2)
     finally:
         for child in children:
             child.terminate()  # uvicorn shuts down gracefully on SIGTERM
@@ -144,11 +189,12 @@ def serve_processes(count: int, host: str, port: int, log_level: str) -> None:
             child.join(30)
 
 
-def _serve_one(host: str, port: int, log_level: str) -> None:
+def _serve_one(host: str, port: int, log_level: str, parent: int) -> None:
     import socket
 
     import uvicorn
 
+    die_with_parent(parent)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

@@ -308,9 +308,22 @@ def stale_claims(s: Session, settings: Settings) -> tuple[list[Enqueue], list[in
             failed.append(judging.id)
             results_changed(s)
         else:
-            judging.state, judging.claim, judging.enqueued_at = QUEUED, None, None
-            requeue.append(Enqueue(judging.id, judging.queue, judging.rejudge_id is not None))
+            requeue.append(_requeue(judging))
     return requeue, failed
+
+
+def hand_back(s: Session, workers: list[str]) -> list[Enqueue]:
+    """The judgings these stopped workers (by `JudgingRow.worker` name) still held: queued
+    again now, not after the janitor's wait for missed heartbeats."""
+    held = s.scalars(select(JudgingRow).where(
+        JudgingRow.worker.in_(workers),
+        JudgingRow.state.in_([State.COMPILING.value, State.RUNNING.value])))
+    return [_requeue(judging) for judging in held]
+
+
+def _requeue(judging: JudgingRow) -> Enqueue:
+    judging.state, judging.claim, judging.enqueued_at = QUEUED, None, None
+    return Enqueue(judging.id, judging.queue, judging.rejudge_id is not None)
 
 
 def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -> list[Enqueue]:

@@ -15,14 +15,15 @@ import sys
 import threading
 import time
 from functools import cache
+from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_init, worker_process_init
+from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
 from judge.judging.record import JudgeResult
 from judge.service import db, store
-from judge.service.broker import TASK_NAME, celery_app
+from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow
 from judge.settings import Settings, settings
 from judge.verdicts import State
@@ -40,7 +41,10 @@ def worker_app(config: Settings) -> Celery:
 
 def main(argv: list[str] | None = None) -> None:
     """Run a Celery worker with these arguments (queues, concurrency, name, ...)."""
-    worker_app(settings()).worker_main(["worker", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        worker_app(settings()).worker_main(["worker", *(sys.argv[1:] if argv is None else argv)])
+    finally:  # the pool has ended (Celery's cold stop sends no signal of its own at the end)
+        _hand_back()
 
 
 @worker_init.connect
@@ -58,8 +62,57 @@ def _remove_leftover_containers(**_kwargs) -> None:
             log.warning("removed %d leftover sandbox container(s) of %s", removed, owner)
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{settings().worker_device or 'cpu'}"
+def worker_name(pid: int | None = None) -> str:
+    """The name a pool process's claims carry (`JudgingRow.worker`)."""
+    return f"{socket.gethostname()}:{pid or os.getpid()}:{settings().worker_device or 'cpu'}"
+
+
+_pool_at_stop: set[int] = set()
+
+
+@worker_shutting_down.connect
+def _note_pool(**_kwargs) -> None:
+    """The pool processes this worker had when its stop began (in the main process)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and _parent_of(entry) == os.getpid():
+                _pool_at_stop.add(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+
+
+def _parent_of(proc: Path) -> int:
+    return int(_stat(proc)[1])
+
+
+def _stat(proc: Path) -> list[str]:
+    """/proc/PID/stat's fields after the command name: state, parent, ..."""
+    return (proc / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return _stat(Path(f"/proc/{pid}"))[0] in ("Z", "X")  # a zombie has ended too
+    except OSError:
+        return True
+
+
+def _hand_back() -> None:
+    """A warm stop lets the running judging finish; a cold one (SIGQUIT, a second Ctrl-C, the
+    grace of `kjudge serve` run out) ends the pool mid-judging: hand those judgings back now,
+    instead of after the janitor's KJUDGE_STALE_AFTER_S."""
+    gone = [pid for pid in _pool_at_stop if _ended(pid)]
+    if not gone:
+        return
+    config = settings()
+    try:
+        with db.session(config.database_url) as s:
+            work = store.hand_back(s, [worker_name(pid) for pid in gone])
+        if work:
+            log.warning("handing back judging(s) %s", [w.judging_id for w in work])
+            publish(config, work)
+    except Exception as exc:  # the janitor requeues them once their heartbeats are missed
+        log.warning("could not hand back the judgings of a cold stop: %s", exc)
 
 
 def judge_task(task, judging_id: int) -> str:
