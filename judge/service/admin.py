@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from functools import partial
+from pathlib import Path
 
 from judge.service.client import EXIT_OK, CommandError
 
@@ -44,6 +46,38 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     config = settings()
     db.upgrade(config.database_url)
     print(f"database at head: {config.database_url}")
+    return EXIT_OK
+
+
+def cmd_db_export(args: argparse.Namespace) -> int:
+    from judge.service import db, dump
+    from judge.settings import settings
+
+    with db.session(settings().database_url) as s:
+        text = json.dumps(dump.export_dump(s))
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text)
+    return EXIT_OK
+
+
+def cmd_db_import(args: argparse.Namespace) -> int:
+    from judge.service import db, dump
+    from judge.settings import settings
+
+    config = settings()
+    try:
+        document = json.loads(Path(args.file).read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read {args.file}: {exc}") from None
+    db.upgrade(config.database_url)
+    try:
+        with db.session(config.database_url) as s:
+            loaded = dump.import_dump(s, document)
+    except dump.DumpError as exc:
+        raise CommandError(f"{args.file}: {exc}") from None
+    print(", ".join(f"{count} {table}" for table, count in loaded.items() if count))
     return EXIT_OK
 
 
@@ -263,6 +297,12 @@ def register(sub) -> None:
 
     d = sub.add_parser("db", help="database").add_subparsers(dest="action", required=True)
     d.add_parser("upgrade", help="apply migrations").set_defaults(func=cmd_db_upgrade)
+    de = d.add_parser("export", help="the whole database as one JSON document")
+    de.add_argument("--out", help="a file (default: standard output)")
+    de.set_defaults(func=cmd_db_export)
+    di = d.add_parser("import", help="load a dump into a new, empty database")
+    di.add_argument("file")
+    di.set_defaults(func=cmd_db_import)
 
     u = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
     ua = u.add_parser("add", help="create a user and print its token")

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import broker, db, store
+from judge.service import broker, db, dump, store
 from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.settings import Settings, settings
 from judge.verdicts import State
@@ -396,6 +396,8 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/api/export")
     def export(s: SessionDep, _admin: AdminDep, format: str = "json"):
+        if format == "dump":  # the whole database, for `kjudge db import`
+            return dump.export_dump(s)
         rows = []
         for submission in s.scalars(select(Submission).order_by(Submission.id)):
             current = store.current_judging(submission)
@@ -416,5 +418,5 @@ def _routes(app: FastAPI) -> None:
             writer.writerows(rows)
             return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
         if format != "json":
-            raise store.ServiceError(422, "format must be csv or json")
+            raise store.ServiceError(422, "format must be csv, json or dump")
         return rows

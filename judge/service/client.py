@@ -193,7 +193,8 @@ def register(sub) -> None:
     client_args(lb)
     lb.set_defaults(func=cmd_leaderboard)
 
-    ex = sub.add_parser("export", help="export current results (admin)")
-    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    ex = sub.add_parser("export", help="export current results, or the whole database (admin)")
+    ex.add_argument("--format", choices=["csv", "json", "dump"], default="csv",
+                    help="dump: every table, for `kjudge db import` on a new database")
     client_args(ex)
     ex.set_defaults(func=cmd_export)

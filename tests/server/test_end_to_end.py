@@ -105,6 +105,23 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     export = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "csv"],
                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert export.returncode == 0 and "vector_add" in export.stdout
+    # the whole database, loaded into a new one, gives the same leaderboard
+    whole = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "dump"],
+                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (tmp_path / "dump.json").write_text(whole.stdout)
+    moved = {**env, "KJUDGE_DATABASE_URL": f"sqlite:///{tmp_path}/moved.db"}
+    loaded = subprocess.run([sys.executable, "-m", "judge.cli", "db", "import",
+                             str(tmp_path / "dump.json")], env=moved, cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0 and "1 submissions" in loaded.stdout, loaded.stderr
+    again = subprocess.run([sys.executable, "-m", "judge.cli", "db", "import",
+                            str(tmp_path / "dump.json")], env=moved, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0 and "not empty" in again.stderr
+    from judge.service import db, store
+    with db.session(moved["KJUDGE_DATABASE_URL"]) as s:
+        assert store.results(s).board["rows"] == stack.call(
+            "GET", "/api/leaderboard", stack.admin).json()["rows"]
 
 
 def test_worker_killed_mid_judging_finishes_exactly_once(stack_factory):

@@ -18,17 +18,24 @@ OLD_APPLIED = {"sandbox": "bwrap", "judge": "0.1.0", "phases": {"compile": 0.4, 
                "overhead_s": 2.1}
 
 
-def _fill_at_0002(url: str) -> None:
-    command.upgrade(db.alembic_config(url), "0002")
+def _fill_at_first(url: str) -> None:
+    """A database made by the first migration, with a row in every table it has."""
+    command.upgrade(db.alembic_config(url), "0001")
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(sa.text("INSERT INTO users (id, name, role, token_hash, created_at) VALUES "
-                             "(1, 'alice', 'contestant', 'h', CURRENT_TIMESTAMP)"))
+                             "(1, 'alice', 'contestant', 'h', CURRENT_TIMESTAMP), "
+                             "(2, 'root', 'admin', 'h2', CURRENT_TIMESTAMP)"))
         conn.execute(sa.text("INSERT INTO problems (id, slug, title, version, path, languages, "
                              "active, loaded_at) VALUES (1, 'vector_add', 'V', 'v1', '/p', "
                              "'[\"cpp\"]', true, CURRENT_TIMESTAMP)"))
-        conn.execute(sa.text("INSERT INTO submissions (id, user_id, problem_id, language, source, "
-                             "created_at) VALUES (1, 1, 1, 'cpp', 'src', CURRENT_TIMESTAMP)"))
+        conn.execute(sa.text("INSERT INTO contests (id, slug, title, problems, languages, device) "
+                             "VALUES (1, 'c1', 'C', '[\"vector_add\"]', NULL, 'cpu')"))
+        conn.execute(sa.text("INSERT INTO rejudges (id, reason, filters, created_by, created_at) "
+                             "VALUES (1, 'new baseline', '{}', 2, CURRENT_TIMESTAMP)"))
+        conn.execute(sa.text("INSERT INTO submissions (id, user_id, problem_id, contest_id, "
+                             "language, source, created_at) VALUES "
+                             "(1, 1, 1, 1, 'cpp', 'src', CURRENT_TIMESTAMP)"))
         json_columns = ("tests", "flags", "applied")
         judgings = sa.table("judgings", *(
             sa.column(n, sa.JSON() if n in json_columns else None) for n in (
@@ -47,8 +54,43 @@ def _fill_at_0002(url: str) -> None:
     engine.dispose()
 
 
+def snapshot(url: str) -> dict[str, list[dict]]:
+    """Every row of every table (JSON read back as values: the dialects store it differently)."""
+    engine = sa.create_engine(url)
+    metadata = sa.MetaData()
+    metadata.reflect(engine)
+    tables = {}
+    with engine.connect() as conn:
+        for table in metadata.sorted_tables:
+            if table.name == "alembic_version":
+                continue
+            rows = [{k: _loads(v) for k, v in row._mapping.items()}
+                    for row in conn.execute(sa.select(table))]
+            tables[table.name] = sorted(rows, key=repr)
+    engine.dispose()
+    return tables
+
+
+def _loads(value):
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        return json.loads(value)
+    return value
+
+
+def test_first_migration_to_head_and_back_loses_nothing(database_url):
+    _fill_at_first(database_url)
+    before = snapshot(database_url)
+    assert all(before[t] for t in ("users", "problems", "contests", "rejudges", "submissions",
+                                   "judgings"))
+    db.upgrade(database_url)
+    with db.session(database_url) as s:
+        assert s.get(JudgingRow, 1).result().tests[0].speedup == 2.0
+    command.downgrade(db.alembic_config(database_url), "0001")
+    assert snapshot(database_url) == before
+
+
 def test_upgrade_to_head_and_back_keeps_every_judging(database_url):
-    _fill_at_0002(database_url)
+    _fill_at_first(database_url)
     db.upgrade(database_url)
     with db.session(database_url) as s:
         done, queued = s.get(JudgingRow, 1), s.get(JudgingRow, 2)
