@@ -14,12 +14,14 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge.languages import get_language
 from judge.problem import signature
@@ -34,28 +36,50 @@ JANITOR_INTERVAL_S = 5.0
 
 
 # -- request bodies --------------------------------------------------------------------------
-class SubmissionIn(BaseModel):
+MAX_ID = 2**31 - 1  # the id columns are 32-bit integers: a larger id is a 422, not a 500
+RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
+IdInPath = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+
+
+class Body(BaseModel):
+    """A request body. Its text is text: JSON's escapes can spell a lone UTF-16 surrogate
+    ("\\ud800"), which no database can store (it was a 500)."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _encodable(cls, value):
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("text must be valid Unicode (a lone surrogate is not)") \
+                        from None
+        return value
+
+
+class SubmissionIn(Body):
     problem: str
     language: str
     source: str
     contest: str | None = None
 
 
-class RejudgeIn(BaseModel):
+class RejudgeIn(Body):
     reason: str
-    submission_ids: list[int] | None = None
+    submission_ids: list[RowId] | None = None
     problem: str | None = None
     user: str | None = None
     verdict: str | None = None
     since: datetime | None = None
 
 
-class UserIn(BaseModel):
+class UserIn(Body):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     admin: bool = False
 
 
-class ContestIn(BaseModel):
+class ContestIn(Body):
     slug: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
     title: str
     problems: list[str]
@@ -65,7 +89,60 @@ class ContestIn(BaseModel):
     device: str = "cpu"
 
 
+class ErrorOut(BaseModel):
+    """Every 4xx answer's body."""
+
+    error: str = Field(description="what is wrong and how to fix it")
+
+
+# the answers any route may give besides its own (documented in the OpenAPI document)
+ERRORS = {status: {"model": ErrorOut, "description": what} for status, what in {
+    400: "the body is not JSON", 401: "no valid token", 403: "not allowed for this user",
+    404: "no such thing",
+    409: "conflicts with what exists", 413: "source or body over the limit",
+    422: "malformed request, or a submission this problem or contest cannot take",
+    429: "too many submissions in a minute"}.items()}
+
+
 # -- plumbing ---------------------------------------------------------------------------------
+def body_limit(config: Settings) -> int:
+    """The largest request body taken: the largest source, JSON-escaped at worst (six bytes a
+    character: \\u0001), and room for the other fields."""
+    return config.max_source_kb * 1024 * 6 + 64 * 1024
+
+
+class BodyLimit:
+    """ASGI middleware: a body over `limit` bytes is a 413 before it is read whole (by its
+    Content-Length, or while it streams in without one); the server would hold it all in
+    memory otherwise."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            status = 400 if not length.isdigit() else 413
+            return await JSONResponse({"error": self._message(length)},
+                                      status_code=status)(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:  # FastAPI passes an HTTPException out of its body reading
+                raise HTTPException(413, self._message(None))
+            return message
+        return await self.app(scope, counted, send)
+
+    def _message(self, length: bytes | None) -> str:
+        if length is not None and not length.isdigit():
+            return "Content-Length is not a number of bytes"
+        return f"the request body is over {self.limit // 1024} KiB"
+
 # Dependencies that do no I/O are coroutines: FastAPI runs each plain function dependency in its
 # thread pool, a hop that costs more than these bodies under load.
 async def get_settings(request: Request) -> Settings:
@@ -139,14 +216,21 @@ async def lifespan(app: FastAPI):
 
 
 def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
-    app = FastAPI(title="kernel-judge", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="kernel-judge", version="0.1.0", lifespan=lifespan, responses=ERRORS)
     app.state.settings = config or settings()
     app.state.janitor = janitor
     app.state.publisher = broker.Publisher(app.state.settings)
+    app.add_middleware(BodyLimit, limit=body_limit(app.state.settings))
 
     @app.exception_handler(store.ServiceError)
     async def _service_error(_request: Request, exc: store.ServiceError):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException):
+        # Starlette's own 404 (no route) and 405 (wrong method), in this API's shape
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
+                            headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_request: Request, exc: RequestValidationError):
@@ -290,7 +374,7 @@ def _routes(app: FastAPI) -> None:
         return {"id": submission.id, "judging_id": work.judging_id, "state": "QUEUED"}
 
     @app.get("/api/submissions/{submission_id}")
-    def get_submission(submission_id: int, s: SessionDep, user: UserDep,
+    def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
                        highlight: bool = False) -> dict:
         view = submission_view(store.get_submission(s, user, submission_id), user)
         if highlight:
@@ -301,7 +385,7 @@ def _routes(app: FastAPI) -> None:
     def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,
                          verdict: str | None = None, user_name: Annotated[
                              str | None, Query(alias="user")] = None,
-                         limit: int = Query(100, le=1000)) -> list[dict]:
+                         limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
         query = store.with_results(select(Submission)).order_by(Submission.id.desc())
         if not user.is_admin:
             query = query.where(Submission.user_id == user.id)
@@ -315,7 +399,7 @@ def _routes(app: FastAPI) -> None:
         return rows[:limit]
 
     @app.get("/api/submissions/{submission_id}/judgings")
-    def judgings(submission_id: int, s: SessionDep, user: UserDep) -> list[dict]:
+    def judgings(submission_id: IdInPath, s: SessionDep, user: UserDep) -> list[dict]:
         submission = store.get_submission(s, user, submission_id)
         reasons = {r.id: r.reason for r in s.scalars(select(Rejudge).where(
             Rejudge.id.in_([j.rejudge_id for j in submission.judgings if j.rejudge_id])))}
@@ -341,7 +425,7 @@ def _routes(app: FastAPI) -> None:
         return {"id": record.id, **store.rejudge_progress(s, record.id)}
 
     @app.get("/api/rejudge/{rejudge_id}")
-    def rejudge_status(rejudge_id: int, s: SessionDep, _admin: AdminDep) -> dict:
+    def rejudge_status(rejudge_id: IdInPath, s: SessionDep, _admin: AdminDep) -> dict:
         record = s.get(Rejudge, rejudge_id)
         if record is None:
             raise store.ServiceError(404, f"no rejudge {rejudge_id}")
