@@ -124,6 +124,7 @@ def work_root() -> str | None:
     write-back under the timed calls), else the system's temporary directory (None)."""
     chosen = settings().work_dir
     if chosen:
+        Path(chosen).mkdir(parents=True, exist_ok=True)  # a new host's first judging makes it
         return chosen
     try:
         stats = os.statvfs("/dev/shm")

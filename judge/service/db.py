@@ -11,6 +11,11 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# A database host that drops off the network (a cut cable, not a closed connection) must fail a
+# query in seconds, not after the kernel's ~15 minutes of retransmissions: a worker's heartbeat
+# and its result would hang that long. libpq's TCP settings, in seconds (the user timeout in ms).
+POSTGRES_TCP = {"connect_timeout": 10, "keepalives": 1, "keepalives_idle": 10,
+                "keepalives_interval": 5, "keepalives_count": 3, "tcp_user_timeout": 20000}
 
 
 @cache
@@ -30,7 +35,8 @@ def engine(url: str) -> Engine:
             cursor.close()
 
         return eng
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20,
+                         connect_args=POSTGRES_TCP if url.startswith("postgresql") else {})
 
 
 @cache

@@ -68,11 +68,14 @@ def worker_name(pid: int | None = None) -> str:
 
 
 _pool_at_stop: set[int] = set()
+_stopping = {"cold": False}
 
 
 @worker_shutting_down.connect
-def _note_pool(**_kwargs) -> None:
-    """The pool processes this worker had when its stop began (in the main process)."""
+def _note_pool(how: str = "", **_kwargs) -> None:
+    """The pool processes this worker had when its stop began (in the main process: a cold
+    stop may end them before it tells), and whether the stop went cold."""
+    _stopping["cold"] |= how == "Cold"
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and _parent_of(entry) == os.getpid():
@@ -102,7 +105,7 @@ def _hand_back() -> None:
     grace of `kjudge serve` run out) ends the pool mid-judging: hand those judgings back now,
     instead of after the janitor's KJUDGE_STALE_AFTER_S."""
     gone = [pid for pid in _pool_at_stop if _ended(pid)]
-    if not gone:
+    if not gone or not _stopping["cold"]:  # a warm stop's pool finished what it held
         return
     config = settings()
     try:
