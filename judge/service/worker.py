@@ -20,6 +20,7 @@ from pathlib import Path
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from judge.judging.record import JudgeResult
 from judge.service import db, store
@@ -148,11 +149,18 @@ def judge_task(task, judging_id: int) -> str:
         stop.set()
     try:
         started = time.monotonic()
-        with db.session(config.database_url) as s:
-            if not store.finish(s, judging_id, token, result):
-                return "claim lost"
+        if not _finish(config, judging_id, token, result):
+            return "claim lost"
         _record_store(config, judging_id, time.monotonic() - started)
         return "finished"
+    except DBAPIError as exc:
+        if not _unreachable(exc):
+            raise
+        # the record is sound, the database is gone: the janitor gives the judging to a worker
+        # again once its heartbeats are missed (an SE here would be the judge's fault)
+        log.error("judging %s: the database stayed unreachable, its result is dropped: %s",
+                  judging_id, exc)
+        return "database unreachable"
     except Exception as exc:  # the record could not be stored: end the judging as SE
         log.exception("storing judging %s failed", judging_id)
         failed = _system_error(config, judging_id,
@@ -161,6 +169,28 @@ def judge_task(task, judging_id: int) -> str:
         with db.session(config.database_url) as s:
             store.finish(s, judging_id, token, failed)
         return "stored as SE"
+
+
+def _finish(config: Settings, judging_id: int, token: str, result: JudgeResult) -> bool:
+    """store.finish, riding out a database that restarts or drops off the network for up to
+    KJUDGE_STALE_AFTER_S (by then the janitor may have given the judging away, and the new
+    claim would refuse this result anyway); False when the claim was lost."""
+    deadline = time.monotonic() + config.stale_after_s
+    while True:
+        try:
+            with db.session(config.database_url) as s:
+                return store.finish(s, judging_id, token, result)
+        except DBAPIError as exc:
+            if not _unreachable(exc) or time.monotonic() >= deadline:
+                raise
+            log.warning("storing judging %s: database unreachable, retrying: %s", judging_id,
+                        str(exc).splitlines()[0])
+            time.sleep(1)
+
+
+def _unreachable(exc: DBAPIError) -> bool:
+    """A lost connection or a server that is not there (not a row the database refused)."""
+    return exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError))
 
 
 def _system_error(config: Settings, judging_id: int, message: str, flag: str) -> JudgeResult:

@@ -33,6 +33,56 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+class PrivatePostgres:
+    """A PostgreSQL server of its own (initdb in a folder, its own port), so that it can be
+    restarted without touching the machine's. Run as the `postgres` user when this is root
+    (PostgreSQL refuses root)."""
+
+    def __init__(self):
+        import shutil
+        import tempfile
+
+        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        if not bins:
+            raise RuntimeError("PostgreSQL's server binaries (pg_ctl, initdb) are not installed")
+        self.bin = bins[-1].parent
+        self.port = free_port()
+        # a folder the postgres user can reach (pytest's are root's, mode 700)
+        self.dir = Path(tempfile.mkdtemp(prefix="kjudge-pg-", dir="/tmp"))
+        self.dir.chmod(0o755)
+        self.data = self.dir / "data"
+        self._as_postgres = os.geteuid() == 0
+        if self._as_postgres:
+            shutil.chown(self.dir, "postgres")
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres")
+        self.start()
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                  "kjudge", ctl=False)
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/kjudge"
+
+    def _run(self, tool: str, *args: str, ctl: bool = True) -> None:
+        argv = [str(self.bin / tool) if ctl else tool, *args]
+        if self._as_postgres:
+            argv = ["runuser", "-u", "postgres", "--", *argv]
+        subprocess.run(argv, check=True, capture_output=True, cwd="/tmp")
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.dir / "log"), "-o",
+                  f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir}", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        """`immediate` is a crash (no shutdown checkpoint), `fast` a clean stop."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop")
+
+    def close(self) -> None:
+        import contextlib
+        import shutil
+
+        with contextlib.suppress(subprocess.CalledProcessError):  # already down
+            self.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Stack:
     """One judge deployment on this machine, torn down by the fixture."""
 
