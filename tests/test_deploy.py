@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from judge.cli import build_parser
@@ -43,6 +44,29 @@ def test_dockerfile_default_command():
     text = (DEPLOY / "Dockerfile").read_text()
     cmd = next(line for line in text.splitlines() if line.startswith("CMD "))
     assert parse(yaml.safe_load(cmd.removeprefix("CMD "))).command == "serve"
+    # the base is a parameter (a registry's image, or one made by deploy/local-images.sh)
+    assert "ARG BASE=" in text and "FROM ${BASE}" in text
+
+
+def test_the_local_compose_override_stands_in_for_the_registry_images():
+    base = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    local = yaml.safe_load((DEPLOY / "compose.local.yaml").read_text())["services"]
+    assert set(local) == {"postgres", "redis"} <= set(base)
+    for name in local:
+        assert base[name]["image"].startswith("${KJUDGE_"), name  # replaceable by env
+    mounted = local["postgres"]["volumes"][0].split(":")[0]
+    assert (DEPLOY / mounted).is_file()
+    # the official image's settings are what the stand-in reads
+    env = base["postgres"]["environment"]
+    script = (DEPLOY / mounted).read_text()
+    assert all(f"${name}" in script for name in env)
+
+
+@pytest.mark.parametrize("script", ["hosts.sh", "local-images.sh", "local/postgres.sh",
+                                    "gpu-selftest.sh"])
+def test_the_deployment_scripts_parse(script):
+    done = subprocess.run(["bash", "-n", str(DEPLOY / script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_device_self_test_runs_on_the_cpu(tmp_path):

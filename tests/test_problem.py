@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from judge.problem.schema import ProblemError, load_problem
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, ROOT
 
 
 @pytest.fixture
@@ -38,6 +38,13 @@ def test_bundled_problems_load(slug):
 
     failing = [(o.path, o.detail) for o in template_outcomes(problem) if o.status != "ok"]
     assert not failing  # a template submitted unchanged must pass the problem's rules
+
+
+def test_the_fault_benchmarks_problem_is_correctness_only():
+    """tests/problems/quick_add (bench/faults.py): every point untimed, its AC self-test there."""
+    problem = load_problem(ROOT / "tests" / "problems" / "quick_add")
+    assert problem.tests_for("cpu") and not any(t.timed for t in problem.tests)
+    assert (problem.path / "solutions" / "AC" / "loop.cpp").is_file()
 
 
 def test_validation_fails_a_template_that_breaks_a_rule(folder):
