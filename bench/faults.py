@@ -178,9 +178,10 @@ def report(faults: list[Fault], submitter: Submitter, url: str, submitted_s: flo
         flight = [_aware(f) for j, f in finished if j in fault.in_flight and f]
         flight_s = (max(flight) - fault.started_wall).total_seconds() if flight else float("nan")
         counts = {kind: sum(1 for a in failed if _kind(a.status) == kind)
-                  for kind in ("4xx", "5xx", "no answer")}
-        rows.append(f"| {fault.name} | {len(window)} | {counts['4xx']} | {counts['5xx']} | "
-                    f"{counts['no answer']} | {accepting:.1f} | {judging:.1f} | "
+                  for kind in ("4xx", "503", "other 5xx", "no answer")}
+        rows.append(f"| {fault.name} | {len(window)} | {counts['4xx']} | {counts['503']} | "
+                    f"{counts['other 5xx']} | {counts['no answer']} | {accepting:.1f} | "
+                    f"{judging:.1f} | "
                     f"{len(fault.in_flight)} → {flight_s:.1f} |")
     accepted = set(submitter.accepted)
     per_submission = db_rows(url, "SELECT s.id, count(j.id), min(j.state), max(j.state), "
@@ -202,9 +203,10 @@ def report(faults: list[Fault], submitter: Submitter, url: str, submitted_s: flo
         f"after a fault: {reclaimed}. Stored but unanswered (the API died before its 202): "
         f"{unanswered}.",
         "",
-        "| fault | answers during it | 4xx | 5xx | no answer | accepting again after (s) | "
-        "a judging ends again after (s) | in flight → all done after (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| fault | answers during it | 4xx | 503 (retry) | other 5xx | no answer | "
+        "accepting again after (s) | a judging ends again after (s) | "
+        "in flight → all done after (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
     ]
 
@@ -212,7 +214,9 @@ def report(faults: list[Fault], submitter: Submitter, url: str, submitted_s: flo
 def _kind(status: int | None) -> str:
     if status is None:
         return "no answer"
-    return "5xx" if status >= 500 else "4xx"
+    if status == 503:
+        return "503"
+    return "other 5xx" if status >= 500 else "4xx"
 
 
 def _aware(moment: datetime) -> datetime:

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -101,7 +102,8 @@ ERRORS = {status: {"model": ErrorOut, "description": what} for status, what in {
     404: "no such thing",
     409: "conflicts with what exists", 413: "source or body over the limit",
     422: "malformed request, or a submission this problem or contest cannot take",
-    429: "too many submissions in a minute"}.items()}
+    429: "too many submissions in a minute",
+    503: "the database is unreachable for a moment (Retry-After)"}.items()}
 
 
 # -- plumbing ---------------------------------------------------------------------------------
@@ -225,6 +227,14 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
     @app.exception_handler(store.ServiceError)
     async def _service_error(_request: Request, exc: store.ServiceError):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(_request: Request, exc: DBAPIError):
+        if not db.unreachable(exc):
+            raise exc  # a query the database refused: a bug, the 500 it is
+        log.warning("database unreachable: %s", str(exc).splitlines()[0])
+        return JSONResponse({"error": "the database is unreachable for a moment; try again"},
+                            status_code=503, headers={"Retry-After": "2"})
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException):

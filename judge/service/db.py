@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -72,3 +73,10 @@ def upgrade(url: str) -> None:
 
     engine(url)  # creates the SQLite directory
     command.upgrade(alembic_config(url), "head")
+
+
+def unreachable(exc: BaseException) -> bool:
+    """The database is not there (a lost connection, a server down or restarting), as opposed
+    to a statement it refused."""
+    return isinstance(exc, DBAPIError) and (
+        exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError)))

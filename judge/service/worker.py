@@ -20,7 +20,7 @@ from pathlib import Path
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from judge.judging.record import JudgeResult
 from judge.service import db, store
@@ -154,7 +154,7 @@ def judge_task(task, judging_id: int) -> str:
         _record_store(config, judging_id, time.monotonic() - started)
         return "finished"
     except DBAPIError as exc:
-        if not _unreachable(exc):
+        if not db.unreachable(exc):
             raise
         # the record is sound, the database is gone: the janitor gives the judging to a worker
         # again once its heartbeats are missed (an SE here would be the judge's fault)
@@ -181,16 +181,11 @@ def _finish(config: Settings, judging_id: int, token: str, result: JudgeResult) 
             with db.session(config.database_url) as s:
                 return store.finish(s, judging_id, token, result)
         except DBAPIError as exc:
-            if not _unreachable(exc) or time.monotonic() >= deadline:
+            if not db.unreachable(exc) or time.monotonic() >= deadline:
                 raise
             log.warning("storing judging %s: database unreachable, retrying: %s", judging_id,
                         str(exc).splitlines()[0])
             time.sleep(1)
-
-
-def _unreachable(exc: DBAPIError) -> bool:
-    """A lost connection or a server that is not there (not a row the database refused)."""
-    return exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError))
 
 
 def _system_error(config: Settings, judging_id: int, message: str, flag: str) -> JudgeResult:

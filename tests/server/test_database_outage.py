@@ -1,5 +1,6 @@
-"""A worker's result outlives a database restart: it is stored once PostgreSQL is back (within
-KJUDGE_STALE_AFTER_S), never turned into an SE by the outage."""
+"""A database that restarts, against a PostgreSQL server of the test's own: a worker's result is
+stored once it is back (within KJUDGE_STALE_AFTER_S), never turned into an SE by the outage;
+the API answers 503 with Retry-After meanwhile, not a bare 500."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ def test_a_result_is_stored_once_a_restarting_database_is_back(private_postgres,
     with db.session(pg.url) as s:
         judging = s.get(JudgingRow, work.judging_id)
         assert (judging.state, judging.verdict, judging.score) == ("DONE", "AC", 120.0)
+
+
+def test_the_api_answers_503_with_a_retry_while_the_database_is_down(private_postgres, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from judge.service.api import create_app
+
+    pg = private_postgres
+    config = Settings(data_dir=tmp_path, database_url=pg.url, problems_dir=PROBLEMS,
+                      broker_url=f"sqla+sqlite:///{tmp_path}/broker.db")
+    db.upgrade(pg.url)
+    with db.session(pg.url) as s:
+        _, token = store.create_user(s, "alice")
+    api = TestClient(create_app(config, janitor=False), raise_server_exceptions=False)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert api.get("/api/me", headers=headers).status_code == 200
+    pg.stop("immediate")
+    down = api.get("/api/me", headers=headers)
+    assert down.status_code == 503 and down.headers["Retry-After"] == "2"
+    assert "database" in down.json()["error"]
+    pg.start()
+    assert api.get("/api/me", headers=headers).status_code == 200
