@@ -74,6 +74,7 @@ def run() -> tuple[dict, dict]:
     env = compose_env(port)
     url = f"http://127.0.0.1:{port}"
     compose(env, "down", "-v")  # a killed run's leftovers
+    record: dict = {}
     try:
         timed("up", times, lambda: compose(env, "up", "-d", "api", "worker-cpu"))
         timed("API healthy", times, lambda: wait_for(lambda: _healthy(url), 180, "the API"))
@@ -92,9 +93,10 @@ def run() -> tuple[dict, dict]:
         services = compose(env, "ps", "--services", "--filter", "status=running").split()
     finally:
         logs = compose(env, "logs", "--no-color", "--tail", "40")
+        if record.get("verdict") != "AC":
+            print(logs)
         timed("down", times, lambda: compose(env, "down", "-v"))
     if record.get("verdict") != "AC":
-        print(logs)
         raise SystemExit(f"the submission was judged {record.get('verdict')}: "
                          f"{json.dumps(record)[:2000]}")
     return times, {"record": record, "services": sorted(services), "base_made": base_made}

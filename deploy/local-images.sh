@@ -31,12 +31,25 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
         --change 'CMD ["/bin/bash"]' - "$BASE" >/dev/null
     echo "made $BASE ($SUITE from $MIRROR)"
 fi
-want=$(docker run --rm "$BASE" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-have=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-[ "$want" = "$have" ] || { echo "the base has Python $want, $PYTHON is $have" >&2; exit 1; }
-
-"$PYTHON" -m pip wheel -q --wheel-dir deploy/wheels "$TORCH_SPEC" '.[triton,postgres]' \
-    'setuptools>=68' wheel
+# wheels for the base's Python, fetched by this machine's pip; then the base's own pip resolves
+# them offline, and what it still asks for is fetched too (markers such as
+# python_full_version < "3.11.3" read differently on this machine's 3.11.x)
+mapfile -t requirements < <("$PYTHON" -c '
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extras = project["optional-dependencies"]
+print("\n".join(project["dependencies"] + extras["triton"] + extras["postgres"]))')
+requirements+=("$TORCH_SPEC" "setuptools>=68" wheel)
+rm -f deploy/wheels/*.whl
+"$PYTHON" -m pip download -q --dest deploy/wheels --only-binary=:all: "${requirements[@]}"
+for _ in 1 2 3 4 5; do
+    mapfile -t missing < <(docker run --rm -v "$PWD/deploy/wheels:/wheels:ro" "$BASE" sh -c \
+        'python3 -m venv /tmp/v && /tmp/v/bin/pip install -q --dry-run --no-index \
+         --find-links /wheels "$@" 2>&1' sh "${requirements[@]}" |
+        sed -n 's/.*satisfies the requirement \([^;]*\).*/\1/p' | sed 's/ *$//')
+    [ ${#missing[@]} -eq 0 ] && break
+    "$PYTHON" -m pip download -q --dest deploy/wheels --only-binary=:all: "${missing[@]}"
+done
 docker build -q -f deploy/Dockerfile --build-arg BASE="$BASE" --build-arg TORCH_SPEC="$TORCH_SPEC" \
     --build-arg PIP_OFFLINE=--no-index -t "$IMAGE" . >/dev/null
 echo "built $IMAGE on $BASE"

@@ -12,7 +12,7 @@ if [ ! -s "$DATA/PG_VERSION" ]; then
     printf '%s\n' "$POSTGRES_PASSWORD" >/tmp/pwfile
     chown postgres /tmp/pwfile
     runuser -u postgres -- "$BIN/initdb" -D "$DATA" -U "$POSTGRES_USER" --pwfile=/tmp/pwfile \
-        --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+        --encoding=UTF8 --locale=C.UTF-8 --auth-local=trust --auth-host=scram-sha-256 >/dev/null
     rm /tmp/pwfile
     echo "host all all all scram-sha-256" >>"$DATA/pg_hba.conf"
     runuser -u postgres -- "$BIN/pg_ctl" -D "$DATA" -w -o "-c listen_addresses=''" start >/dev/null
