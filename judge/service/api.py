@@ -91,7 +91,7 @@ class ContestIn(Body):
 
 
 class ErrorOut(BaseModel):
-    """Every 4xx answer's body."""
+    """Every error answer's body (4xx, and the 503 of an unreachable database)."""
 
     error: str = Field(description="what is wrong and how to fix it")
 
@@ -99,8 +99,7 @@ class ErrorOut(BaseModel):
 # the answers any route may give besides its own (documented in the OpenAPI document)
 ERRORS = {status: {"model": ErrorOut, "description": what} for status, what in {
     400: "the body is not JSON", 401: "no valid token", 403: "not allowed for this user",
-    404: "no such thing",
-    409: "conflicts with what exists", 413: "source or body over the limit",
+    404: "no such thing", 409: "conflicts with what exists", 413: "source or body over the limit",
     422: "malformed request, or a submission this problem or contest cannot take",
     429: "too many submissions in a minute",
     503: "the database is unreachable for a moment (Retry-After)"}.items()}
@@ -144,6 +143,7 @@ class BodyLimit:
         if length is not None and not length.isdigit():
             return "Content-Length is not a number of bytes"
         return f"the request body is over {self.limit // 1024} KiB"
+
 
 # Dependencies that do no I/O are coroutines: FastAPI runs each plain function dependency in its
 # thread pool, a hop that costs more than these bodies under load.
