@@ -268,10 +268,17 @@ def freeze_dir(directory: Path, frozen: bool, timeout_s: float = 5.0) -> bool:
         return False
     try:
         control.write_text(value)
-        deadline = time.monotonic() + timeout_s
+        started = written = time.monotonic()
         while wanted not in status.read_text():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > started + timeout_s:
                 return False
+            if now > written + 0.02:
+                # v1 may stay FREEZING when a task could not be stopped at that moment (one in
+                # the middle of a fork or an uninterruptible wait); writing again is the
+                # documented retry (cgroup-v1/freezer-subsystem)
+                control.write_text(value)
+                written = now
             time.sleep(0.0002)
         return True
     except OSError:
