@@ -123,7 +123,7 @@ def _load(path: Path):
 
 
 TRITON_TYPES = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "int8": "*i8",
-                "int32": "*i32", "int64": "*i64"}
+                "int32": "*i32", "int64": "*i64", "float8_e4m3fn": "*fp8e4nv", "float8_e5m2": "*fp8e5"}
 
 
 SCRATCH_TYPES = {"ids_ptr": "int32"}
@@ -258,7 +258,7 @@ def test_a_language_is_one_file(tmp_path, monkeypatch):
         "class FortranLike(NativeLanguage):\n"
         "    name = 'fortran_like'\n    extensions = ('.f90',)\n    devices = ('cpu',)\n"
         "    source_name = 'submission.f90'\n    default_compiler = 'gfortran'\n"
-        "    half_types = {'float16': 'half_t'}\n\n\nLANGUAGE = FortranLike()\n")
+        "    c_types = {'float16': 'half_t'}\n\n\nLANGUAGE = FortranLike()\n")
     monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
     found = registry._discover()
     assert found["fortran_like"].loader == "native" and found["fortran_like"].lexer == "cpp"

@@ -32,7 +32,9 @@ try:
 except ImportError:  # imported as judge.harness.main, outside any sandbox
     from judge.harness import protocol
 
-_DTYPES = {name: getattr(torch, name) for name in protocol.TENSOR_DTYPES}
+# an older torch in the contest's image lacks the newest dtypes (fp4 came in 2.8): a problem
+# using one fails to load there, any other problem still runs
+_DTYPES = {name: getattr(torch, name) for name in protocol.TENSOR_DTYPES if hasattr(torch, name)}
 _C_SCALARS = {name: getattr(ctypes, dtype.ctypes_scalar)
               for name, dtype in protocol.DTYPES.items() if dtype.ctypes_scalar}
 # host memory, or the device's (torch's allocator, past the limit set below): MLE
@@ -243,13 +245,23 @@ class DeviceError(Exception):
 
 
 def poison(t: torch.Tensor) -> None:
-    """Fill an output so that an unwritten element can never pass the checker."""
-    if t.dtype.is_floating_point:
+    """Fill an output so that an unwritten element can never pass the checker: NaN, or the
+    least integer. fp4 has no NaN and every byte is a value: random bytes there, drawn from a
+    generator contestant code cannot reach, so an unwritten element matches only by chance."""
+    if t.dtype in _PACKED:
+        noise = torch.randint(0, 256, (t.numel(),), dtype=torch.uint8, generator=_POISON)
+        t.view(torch.uint8).view(-1).copy_(noise.to(t.device))
+    elif t.dtype.is_floating_point:
         t.fill_(float("nan"))
     elif t.dtype == torch.bool:
         t.fill_(True)
     else:
         t.fill_(torch.iinfo(t.dtype).min)
+
+
+_PACKED = {_DTYPES[name] for name, dtype in protocol.DTYPES.items()
+           if dtype.packs > 1 and name in _DTYPES}
+_POISON = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))
 
 
 class OperatorRecorder:
@@ -379,7 +391,7 @@ class InputSet:
 
     def modified_inputs(self) -> list[str]:
         return [n for n, t in self.inputs.items() if n in self.pristine
-                and not torch.equal(t, self.pristine[n]) and not _same_nans(t, self.pristine[n])]
+                and not torch.equal(_bytes(t), _bytes(self.pristine[n]))]
 
     def verify_layout(self) -> None:
         """The tensors the harness saves are those run_kernel got, unchanged in place and shape."""
@@ -414,11 +426,10 @@ def _layout(t: torch.Tensor) -> tuple:
     return type(t), t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device
 
 
-def _same_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if not a.dtype.is_floating_point:
-        return False
-    return bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
-                and torch.equal(a.isnan(), b.isnan()))
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor's memory as bytes: compared so, an input is unchanged only if every
+    bit is (NaN payloads and -0.0 included), whatever its dtype."""
+    return t.reshape(-1).view(torch.uint8)
 
 
 class Harness:
@@ -426,6 +437,10 @@ class Harness:
         self.config = config
         self.channel = channel
         self.args = config["args"]
+        missing = sorted({a["dtype"] for a in self.args if a["role"] != "scalar"} - set(_DTYPES))
+        if missing:  # the image's fault, before any contestant code: SE
+            raise RuntimeError(f"torch {torch.__version__} in this image has no dtype "
+                               f"{', '.join(missing)}: the contest needs a newer PyTorch image")
         self.device = Device(config["device"], config["flush_bytes"])
         if not self.device.is_cuda and config.get("cpu_threads"):
             torch.set_num_threads(config["cpu_threads"])

@@ -64,12 +64,15 @@ from typing import NamedTuple
 
 class DType(NamedTuple):
     """What both sides know of a dtype (torch's name is the key): its C element type (a native
-    language may spell half types its own way: judge/languages), and where it may also be a
-    scalar argument, its C and ctypes types."""
+    language may spell some its own way: judge/languages), where it may also be a scalar
+    argument its C and ctypes types, and how many values one element packs (torch's
+    `float4_e2m1fn_x2` holds two fp4 values per byte, the first in the low nibble; its shape
+    counts bytes)."""
 
     c: str
     c_scalar: str | None = None
     ctypes_scalar: str | None = None
+    packs: int = 1
 
 
 DTYPES = {
@@ -78,6 +81,11 @@ DTYPES = {
     "int8": DType("int8_t"), "uint8": DType("uint8_t"), "int16": DType("int16_t"),
     "int32": DType("int32_t", "int", "c_int32"), "int64": DType("int64_t", "int64_t", "c_int64"),
     "bool": DType("bool"),
+    # 8-bit floats (OCP FP8: e4m3 without infinities, e5m2 IEEE-like) and the power-of-two scale
+    # of the MX formats (e8m0, no sign, no zero); plain bytes where C has no type for them
+    "float8_e4m3fn": DType("uint8_t"), "float8_e5m2": DType("uint8_t"),
+    "float8_e8m0fnu": DType("uint8_t"),
+    "float4_e2m1fn_x2": DType("uint8_t", packs=2),  # fp4 e2m1 (no NaN, no Inf), two per byte
 }
 TENSOR_DTYPES = tuple(DTYPES)
 SCALAR_DTYPES = tuple(name for name, dtype in DTYPES.items() if dtype.c_scalar)

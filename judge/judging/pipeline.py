@@ -27,7 +27,7 @@ from checkers import CheckReport, get_checker, merge
 from judge.harness import protocol
 from judge.host.device import DeviceInfo
 from judge.host.telemetry import GpuMemoryWatch, gpu_state
-from judge.judging import jit_cache, scoring
+from judge.judging import dequant, jit_cache, scoring
 from judge.judging import timing as timing_loop
 from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
 from judge.judging.flusher import CacheFlusher
@@ -576,10 +576,15 @@ class JudgingRun:
             raise RunFailure(Verdict.WA, f"the outputs were not written back as expected "
                                          f"({exc})") from None
         tol = self.spec.tolerance
+        got = dequant.comparable(outputs, self.spec.signature)
+        try:
+            expected = dequant.comparable(case.expected, self.spec.signature)
+        except ValueError as exc:  # the reference's scales do not fit its own outputs
+            raise ProblemRuntimeError(f"the reference's scaled outputs: {exc}") from exc
         reports = {
-            name: self.checker(outputs.get(name), expected, rtol=tol.rtol, atol=tol.atol,
-                          matched_ratio=tol.matched_ratio)
-            for name, expected in case.expected.items()
+            name: self.checker(got.get(name), value, rtol=tol.rtol, atol=tol.atol,
+                               matched_ratio=tol.matched_ratio)
+            for name, value in expected.items()
         }
         return merge(reports, tol.matched_ratio)
 

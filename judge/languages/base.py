@@ -160,7 +160,7 @@ class Language:
 class NativeLanguage(Language):
     """A C++ dialect with the extern "C" run_kernel ABI, built by its compiler into a shared
     library (cpp, cuda, maca): the compiler from an environment variable or its default, its
-    flags likewise, and the C spelling of the half types."""
+    flags likewise, and the C spelling of the types its headers name (half, fp8)."""
 
     loader = "native"
     lexer = "cpp"
@@ -168,7 +168,7 @@ class NativeLanguage(Language):
     compiler_setting = ""
     flags_setting = ""
     default_compiler = ""  # the tool's own name, where its setting is empty
-    half_types: dict[str, str] = {}  # dtype -> C type where it differs from protocol.DTYPES
+    c_types: dict[str, str] = {}  # dtype -> C type where it differs from protocol.DTYPES
 
     @property
     def compiler(self) -> str:
@@ -185,7 +185,7 @@ class NativeLanguage(Language):
         return None
 
     def declaration(self, args: Sequence[Arg]) -> str:
-        return signature.c_declaration(args, self.half_types)
+        return signature.c_declaration(args, self.c_types)
 
 
 def _binds(node: ast.stmt, name: str) -> bool:

@@ -49,7 +49,9 @@ class Cuda(NativeLanguage):
     source_name = "submission.cu"
     lexer = "cuda"
     compiler_setting, flags_setting, default_compiler = "nvcc", "nvcc_flags", "nvcc"
-    half_types = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
+    # cuda_fp16.h, cuda_bf16.h, cuda_fp8.h; packed fp4 stays uint8_t (two values per byte)
+    c_types = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float8_e4m3fn": "__nv_fp8_e4m3",
+               "float8_e5m2": "__nv_fp8_e5m2", "float8_e8m0fnu": "__nv_fp8_e8m0"}
 
     @property
     def compiler(self) -> str:

@@ -18,7 +18,7 @@ class Maca(NativeLanguage):
     source_name = "submission.maca"
     lexer = "cuda"
     compiler_setting, flags_setting, default_compiler = "mxcc", "mxcc_flags", "mxcc"
-    half_types = {"float16": "__half", "bfloat16": "__maca_bfloat16"}
+    c_types = {"float16": "__half", "bfloat16": "__maca_bfloat16"}
 
     @property
     def toolkit(self) -> str:

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from checkers import BUILTIN_CHECKERS
-from judge.harness.protocol import SCALAR_DTYPES, TENSOR_DTYPES
+from judge.harness.protocol import DTYPES, SCALAR_DTYPES, TENSOR_DTYPES
 from judge.host.device import DEVICE_KINDS
 from judge.languages import LANGUAGES as REGISTRY
 from judge.problem import exprs
@@ -35,6 +35,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Scale(_Strict):
+    """A block-scaled tensor's scales: the tensor `by` holds one scale per block of `block`
+    values (one size per dimension, in values: a packed fp4 byte holds two); the number a value
+    stands for is value x its block's scale. A scaled output is checked through that product."""
+
+    by: Identifier
+    block: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+
+
 class Arg(_Strict):
     """One argument of run_kernel, in call order."""
 
@@ -43,6 +52,7 @@ class Arg(_Strict):
     dtype: str
     shape: list[int | str] | None = None
     value: int | float | str | None = None  # scalars: expression over params (default: same name)
+    scale: Scale | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Arg:
@@ -58,6 +68,11 @@ class Arg(_Strict):
                 raise ValueError("a tensor needs `shape`, a list of sizes or expressions")
             if self.value is not None:
                 raise ValueError("only scalars take `value`")
+            if self.scale and len(self.scale.block) != len(self.shape):
+                raise ValueError(f"`scale.block` needs one size per dimension of `shape` "
+                                 f"({len(self.shape)})")
+        if self.role == "scalar" and self.scale:
+            raise ValueError("a scalar has no `scale`")
         return self
 
 
@@ -262,6 +277,7 @@ def _semantic_issues(path: Path, spec: ProblemSpec, tests: list[TestPoint]) -> l
         issue("signature", f"argument {dup!r} appears twice", "give every argument its own name")
     if not any(a.role == "output" for a in spec.signature):
         issue("signature", "run_kernel has no output", "add an argument with role: output")
+    issues.extend(_scale_issues(spec))
     seen: set[str] = set()
     for t in tests:
         if t.name in seen:
@@ -302,9 +318,56 @@ def _semantic_issues(path: Path, spec: ProblemSpec, tests: list[TestPoint]) -> l
     return issues
 
 
+def _scale_issues(spec: ProblemSpec) -> list[ProblemIssue]:
+    """A scale names another tensor of the same role, itself unscaled, scaling only this one."""
+    issues = []
+    args = {a.name: a for a in spec.signature}
+    used: dict[str, str] = {}
+    for arg in spec.signature:
+        if not arg.scale:
+            continue
+        where = f"signature.{arg.name}.scale.by"
+        by = args.get(arg.scale.by)
+        if by is None or by.role != arg.role or by.name == arg.name:
+            issues.append(ProblemIssue(PROBLEM_FILE, where, f"{arg.scale.by!r} is not another "
+                                       f"{arg.role} tensor", f"name the {arg.role} holding "
+                                       "the scales"))
+        elif by.scale:
+            issues.append(ProblemIssue(PROBLEM_FILE, where, f"{by.name} is scaled itself",
+                                       "scales are plain tensors"))
+        elif by.name in used:
+            issues.append(ProblemIssue(PROBLEM_FILE, where, f"{by.name} already scales "
+                                       f"{used[by.name]}", "give each scaled tensor its own"))
+        used.setdefault(arg.scale.by, arg.name)
+    return issues
+
+
+def _scale_shape_issue(spec: ProblemSpec, arg: Arg, env: dict, test: str) -> ProblemIssue | None:
+    """The scale tensor's shape must be the blocks' count along each dimension."""
+    by = next((a for a in spec.signature if a.name == arg.scale.by), None)
+    if by is None or by.role != arg.role or by is arg:
+        return None  # reported by _scale_issues
+    try:
+        shape = [int(exprs.evaluate(s, env)) for s in arg.shape]
+        scale_shape = [int(exprs.evaluate(s, env)) for s in by.shape]
+    except exprs.ExpressionError:
+        return None  # reported on its own
+    shape[-1] *= DTYPES[arg.dtype].packs if arg.dtype in DTYPES else 1
+    wanted = [-(-size // b) for size, b in zip(shape, arg.scale.block)]
+    if scale_shape == wanted:
+        return None
+    return ProblemIssue(PROBLEM_FILE, f"signature.{by.name}.shape",
+                        f"test point {test!r}: {scale_shape}, but blocks of {arg.scale.block} "
+                        f"over {arg.name}'s {shape} values need {wanted}",
+                        "make the scale's shape the number of blocks along each dimension")
+
+
 def _test_point_issues(spec: ProblemSpec, test: TestPoint) -> list[ProblemIssue]:
     issues = []
     env = dict(test.params)
+    for arg in spec.signature:
+        if arg.scale and (bad := _scale_shape_issue(spec, arg, env, test.name)):
+            issues.append(bad)
     for arg in spec.signature:
         exprs_ = arg.shape or [arg.value if arg.value is not None else arg.name]
         for e in exprs_:

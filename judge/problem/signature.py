@@ -12,17 +12,17 @@ if TYPE_CHECKING:
     from judge.problem.schema import Arg
 
 
-def c_type(arg: Arg, half_types: Mapping[str, str] | None = None) -> str:
+def c_type(arg: Arg, c_types: Mapping[str, str] | None = None) -> str:
     """The C parameter type: scalars by value, inputs as const pointers, outputs as pointers;
-    `half_types` spells a dialect's own half types (CUDA's __half)."""
+    `c_types` spells a dialect's own types (CUDA's __half, __nv_fp8_e4m3)."""
     if arg.role == "scalar":
         return DTYPES[arg.dtype].c_scalar
-    base = (half_types or {}).get(arg.dtype) or DTYPES[arg.dtype].c
+    base = (c_types or {}).get(arg.dtype) or DTYPES[arg.dtype].c
     return f"const {base}*" if arg.role == "input" else f"{base}*"
 
 
-def c_declaration(args: Sequence[Arg], half_types: Mapping[str, str] | None = None) -> str:
-    params = ", ".join(f"{c_type(a, half_types)} {a.name}" for a in args)
+def c_declaration(args: Sequence[Arg], c_types: Mapping[str, str] | None = None) -> str:
+    params = ", ".join(f"{c_type(a, c_types)} {a.name}" for a in args)
     return f'extern "C" void run_kernel({params})'
 
 

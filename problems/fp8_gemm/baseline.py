@@ -1,0 +1,8 @@
+import torch
+
+
+def run_kernel(a, b, a_scale, b_scale, c, m, n, k):
+    # dequantize both operands in float32, then one cuBLAS GEMM
+    sa = a_scale.repeat_interleave(128, dim=1)[:, :k]
+    sb = b_scale.repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)[:n, :k]
+    c.copy_(torch.mm(a.float() * sa, (b.float() * sb).T))
