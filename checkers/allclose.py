@@ -27,6 +27,14 @@ def structure_mismatch(out: torch.Tensor, ref: torch.Tensor) -> CheckReport | No
 
 def check(out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float,
           matched_ratio: float) -> CheckReport:
+    return compare(out, ref, lambda exp: atol + rtol * exp.abs(), rtol=rtol, atol=atol,
+                   matched_ratio=matched_ratio)
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, bound, *, rtol: float, atol: float,
+            matched_ratio: float) -> CheckReport:
+    """The element-wise check with `bound(expected)`, the absolute error each finite element
+    may have (float64 tensors), and the NaN/Inf rules above."""
     bad = structure_mismatch(out, ref)
     if bad:
         return bad
@@ -42,7 +50,7 @@ def check(out: torch.Tensor, ref: torch.Tensor, *, rtol: float, atol: float,
     finite_ref = torch.isfinite(exp)
     matched = torch.where(
         finite_ref,
-        torch.isfinite(got) & (abs_err <= atol + rtol * exp.abs()),
+        torch.isfinite(got) & (abs_err <= bound(exp)),
         (got == exp) | (torch.isnan(got) & torch.isnan(exp)),
     )
     n_matched = int(matched.sum())

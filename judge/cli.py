@@ -141,6 +141,41 @@ def cmd_new(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from judge.problem.importers import import_problem
+    from judge.problem.importers.draft import ImportFailure
+    from judge.problem.schema import ProblemError, load_problem
+
+    try:
+        path, draft = import_problem(args.format, Path(args.source),
+                                     Path(args.out) if args.out else None, Path(args.dir))
+    except ImportFailure as exc:
+        raise BadInput(f"cannot import {args.source}: {exc}") from None
+    print(f"wrote {path} from a {draft.source_format} ({len(draft.tests)} test points)")
+    for note in draft.notes:
+        print(f"  note: {note}")
+    try:
+        problem = load_problem(path)
+    except ProblemError as exc:
+        print(f"to do before it validates:\n{exc}")
+        return EXIT_OK
+    print(_probe(problem) + f"\nnext: kjudge problem validate {path}")
+    return EXIT_OK
+
+
+def _probe(problem) -> str:
+    """The reference on the first CPU test point, run here (the organizer's code): its errors
+    are better seen now than as SE in a judging."""
+    from judge.judging.reference import ProblemRuntimeError, Reference
+
+    test = problem.tests_for("cpu")[0]
+    try:
+        Reference(problem, "cpu").case(test, seed=1)
+    except ProblemRuntimeError as exc:
+        return f"the reference fails on the CPU test point {test.name}: {exc}"
+    return f"the reference runs on the CPU test point {test.name}"
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from judge.judging import report
 
@@ -226,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("slug")
     n.add_argument("--dir", default=str(problems_root()))
     n.set_defaults(func=cmd_new)
+    from judge.problem.importers import FORMATS
+
+    im = p.add_parser("import", help="a problem folder from another format")
+    im.add_argument("--from", dest="format", required=True, choices=FORMATS)
+    im.add_argument("source", help="the format's file or folder (see README 'Add a problem')")
+    im.add_argument("--out", help="the folder to write (default: --dir/<the problem's name>)")
+    im.add_argument("--dir", default=str(problems_root()))
+    im.set_defaults(func=cmd_import)
     img = sub.add_parser("image", help="sandbox images").add_subparsers(dest="action",
                                                                          required=True)
     ic = img.add_parser("check", help="versions inside an image (pinned by digest)")

@@ -25,6 +25,7 @@ from judge.problem import exprs
 from judge.verdicts import Verdict
 
 PROBLEM_FILE = "problem.yaml"
+TODO_MARKER = "KJUDGE-TODO"
 LANGUAGES = tuple(REGISTRY)
 DEVICES = DEVICE_KINDS
 
@@ -419,10 +420,28 @@ def load_problem(path: str | Path) -> Problem:
         raise ProblemError(path, issues) from None
     tests = expand_tests(spec)
     issues = _semantic_issues(path, spec, tests)
-    issues += _solution_folder_issues(path)
+    issues += _solution_folder_issues(path) + todo_issues(path)
     if issues:
         raise ProblemError(path, issues)
     return Problem(path, spec, tuple(tests), folder_hash(path))
+
+
+def todo_issues(path: Path) -> list[ProblemIssue]:
+    """Every `KJUDGE-TODO` left in the folder's text files (an importer writes them where a
+    format says too little): the folder is refused until each is done and deleted."""
+    issues = []
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        try:
+            lines = file.read_text().splitlines()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(lines, 1):
+            if TODO_MARKER in line:
+                what = line.split(TODO_MARKER, 1)[1].lstrip(" :")
+                issues.append(ProblemIssue(str(file.relative_to(path)), f"line {number}",
+                                           f"{TODO_MARKER}: {what}",
+                                           "do what it says, then delete the marker"))
+    return issues
 
 
 def _solution_folder_issues(path: Path) -> list[ProblemIssue]:

@@ -1,0 +1,188 @@
+"""What every importer produces (a `Draft`) and how it becomes a problem folder.
+
+An importer reads a format's files and fills a Draft: the signature, the test points, the
+tolerance with the rule it maps, the reference (make_inputs + reference over the format's own
+code) and the baseline (the format's PyTorch code behind run_kernel). `write` turns it into a
+folder `kjudge problem validate` checks: starter templates rendered from the signature, the
+baseline as the AC self-test, the format's files kept under `source/` for the record. What the
+format leaves open is a `KJUDGE-TODO` line the validator refuses until the organizer fills it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from judge.harness.protocol import DTYPES, SCALAR_DTYPES
+from judge.languages import get_language
+from judge.problem.schema import TODO_MARKER
+
+LANGUAGES = ("cuda", "triton", "tilelang", "torch")  # torch: the baseline's own language
+SLUG_CHARS = re.compile(r"[^a-z0-9_]+")
+CPU_POINT_BYTES = 64 * 2**20  # the largest CPU sample point an importer makes
+
+
+class ImportFailure(Exception):
+    """What in the source does not map, by file and field, with what to do about it."""
+
+    def __init__(self, file: str, field: str, message: str, fix: str = ""):
+        self.file, self.field, self.message, self.fix = file, field, message, fix
+        where = f"{file}: {field}" if field else file
+        super().__init__(f"{where}: {message}" + (f" (fix: {fix})" if fix else ""))
+
+
+@dataclass
+class Draft:
+    slug: str
+    title: str
+    source_format: str  # "FlashInfer-Bench definition", ...
+    signature: list[dict]
+    tests: list[dict]
+    tolerance: dict
+    checker: str
+    tolerance_note: str  # the format's rule and how it maps, for the statement
+    reference: str  # reference.py's text
+    baseline: str  # baseline.py's text (torch, defines run_kernel)
+    description: str = ""
+    notes: list[str] = field(default_factory=list)  # said in the statement and by the CLI
+    todos: list[str] = field(default_factory=list)  # KJUDGE-TODO lines for problem.yaml
+    sources: dict[str, Path] = field(default_factory=dict)  # kept under source/
+    metrics: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=lambda: {"compile_s": 180, "run_s": 10})
+
+
+def slug_of(name: str) -> str:
+    slug = SLUG_CHARS.sub("_", name.lower()).strip("_")
+    return slug if slug[:1].isalpha() else f"p_{slug}"
+
+
+def write(draft: Draft, out: Path) -> Path:
+    if out.exists() and any(out.iterdir()):
+        raise ImportFailure(str(out), "", "already exists and is not empty",
+                            "choose another --out or remove the folder")
+    out.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "title": draft.title,
+        "languages": list(LANGUAGES),
+        "signature": draft.signature,
+        "checker": draft.checker,
+        "tolerance": draft.tolerance,
+        "limits": draft.limits,
+        **({"metrics": draft.metrics} if draft.metrics else {}),
+        "tests": draft.tests,
+    }
+    header = [f"# Imported from a {draft.source_format} by `kjudge problem import`; the format's",
+              "# files are kept in source/. Review, then run `kjudge problem validate`.",
+              *(f"# {TODO_MARKER}: {todo}" for todo in draft.todos)]
+    (out / "problem.yaml").write_text("\n".join(header) + "\n" + _yaml(spec))
+    (out / "reference.py").write_text(draft.reference)
+    (out / "baseline.py").write_text(draft.baseline)
+    (out / "statement.md").write_text(statement(draft))
+    templates = out / "templates"
+    templates.mkdir()
+    for name in LANGUAGES:
+        language = get_language(name)
+        text = draft.baseline if name == "torch" else starter(name, draft.signature)
+        (templates / f"{name}{language.extensions[0]}").write_text(text)
+    (out / "solutions" / "AC").mkdir(parents=True)
+    (out / "solutions" / "AC" / "baseline.py").write_text(draft.baseline)
+    if draft.sources:
+        (out / "source").mkdir()
+        for name, path in draft.sources.items():
+            shutil.copyfile(path, out / "source" / name)
+    return out
+
+
+def _yaml(spec: dict) -> str:
+    """problem.yaml with one line per argument and test point, as the bundled problems read."""
+    lines = []
+    for key, value in spec.items():
+        if key in ("signature", "tests"):
+            lines.append(f"{key}:")
+            lines += [f"  - {_flow(item)}" for item in value]
+        elif isinstance(value, (dict, list)):
+            lines.append(f"{key}: {_flow(value)}")
+        else:
+            lines.append(yaml.safe_dump({key: value}, default_flow_style=False).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _flow(item: dict) -> str:
+    return yaml.safe_dump(item, sort_keys=False, default_flow_style=True, width=10_000).strip()
+
+
+def c_headers(signature: list[dict]) -> list[str]:
+    dtypes = {a["dtype"] for a in signature}
+    headers = ["#include <cstdint>"]
+    if "float16" in dtypes:
+        headers.append("#include <cuda_fp16.h>")
+    if "bfloat16" in dtypes:
+        headers.append("#include <cuda_bf16.h>")
+    if any(d.startswith("float8") for d in dtypes):
+        headers.append("#include <cuda_fp8.h>")
+    return headers
+
+
+def starter(language: str, signature: list[dict]) -> str:
+    """A starter that compiles and loads but computes nothing (the contestant's to write)."""
+    from judge.problem.schema import Arg
+
+    args = [Arg.model_validate(a) for a in signature]
+    declaration = get_language(language).declaration(args)
+    if language == "cuda":
+        return ("\n".join(c_headers(signature)) + "\n\n// device pointers; launch on the default "
+                "stream\n" + declaration + " {\n    // your kernel launches here\n}\n")
+    package = {"triton": "import triton\nimport triton.language as tl\n",
+               "tilelang": "import tilelang\nimport tilelang.language as T\n"}[language]
+    outputs = ", ".join(a.name for a in args if a.role == "output")
+    return (f"{package}\n\n{declaration}\n    # write {outputs} with your kernel\n"
+            "    raise NotImplementedError\n")
+
+
+def statement(draft: Draft) -> str:
+    lines = [f"# {draft.title}", "", f"Imported from a {draft.source_format}."]
+    if draft.description:
+        lines += ["", draft.description.strip()]
+    lines += ["", "## run_kernel", "",
+              "Inputs, then outputs (written in place), then sizes, in this order:", ""]
+    for a in draft.signature:
+        shape = f" `[{', '.join(str(s) for s in a['shape'])}]`" if "shape" in a else ""
+        lines.append(f"- `{a['name']}`: {a['role']} {a['dtype']}{shape}")
+    for name in ("cuda", "triton"):
+        from judge.problem.schema import Arg
+
+        args = [Arg.model_validate(a) for a in draft.signature]
+        lines += ["", f"{name}: `{get_language(name).declaration(args)}`"]
+    lines += ["", "## Checking", "", draft.tolerance_note]
+    if draft.notes:
+        lines += ["", "## Notes", "", *(f"- {note}" for note in draft.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def scalar_dtype(dtype: str, file: str, field: str) -> str:
+    if dtype not in SCALAR_DTYPES:
+        raise ImportFailure(file, field, f"a scalar of dtype {dtype}",
+                            f"a scalar argument is one of {', '.join(SCALAR_DTYPES)}")
+    return dtype
+
+
+def tensor_dtype(dtype: str, file: str, field: str) -> str:
+    if dtype not in DTYPES:
+        raise ImportFailure(file, field, f"dtype {dtype!r} has no counterpart here",
+                            f"use one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def point_name(params: dict, taken: set[str]) -> str:
+    """A test point's name from its parameters (`M256_N64`), made unique."""
+    base = "_".join(f"{k}{v}" for k, v in params.items()) or "point"
+    base = re.sub(r"[^A-Za-z0-9_.-]", "", base)[:60] or "point"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
