@@ -1,0 +1,394 @@
+"""GPU MODE reference-kernels: a problem folder with `task.yml` (`tests` and `benchmarks`, lists
+of `generate_input` keyword arguments), `reference.py` (`generate_input(**kw)`, `ref_kernel(data)`,
+`check_implementation`), `task.py` and the shared `../utils.py`; submissions define
+`custom_kernel(data)`.
+
+The format declares no signature: the importer runs `generate_input` on the CPU for each of the
+`tests` (the format's code, the organizer's to trust) and `ref_kernel` on the meta device, and
+reads the tuple's tensors (dtype, shape) and the output. Each dimension becomes an expression over
+the integer parameters that fits every probe (`k // 128`); the tuple's names come from
+`ref_kernel`'s unpacking of `data`. An output `ref_kernel` writes into (the preallocated `c` of
+many problems) stays in its place in the call. The format's code (utils.py, task.py,
+reference.py) is copied whole into reference.py and baseline.py (one file each: the baseline
+runs in the sandbox as a submission does), its `"cuda"` device strings read from `DEVICE` so
+that the same code runs on a CPU test point; its fixed `seed` is replaced by one drawn from the
+judge's generator.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import types
+from pathlib import Path
+
+import yaml
+
+from judge.problem.importers.draft import (
+    CPU_POINT_BYTES,
+    Draft,
+    ImportFailure,
+    point_name,
+    slug_of,
+    tensor_dtype,
+)
+
+FORMAT = "GPU MODE reference-kernels task"
+FORMAT_IMPORTS = re.compile(r"^\s*from\s+(task|utils|reference)\s+import\s+[^\n]*$", re.M)
+CUDA_LITERAL = re.compile(r"""(?<![\w.])(["'])cuda(?::0)?\1""")
+DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}  # utils.verbose_allclose's defaults
+DIVISORS = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def convert(source: Path) -> Draft:
+    folder = source if source.is_dir() else source.parent
+    task_file = folder / "task.yml"
+    if not task_file.is_file():
+        raise ImportFailure(str(folder), "", "no task.yml", "point at a problem's folder")
+    try:
+        task = yaml.safe_load(task_file.read_text())
+    except yaml.YAMLError as exc:
+        raise ImportFailure("task.yml", "", f"not valid YAML: {exc}") from None
+    _refuse_what_does_not_map(task)
+    files = _format_files(folder, task)
+    code = _format_code(files)
+    module = _load(code, folder.name)
+    tests = _cases(task, "tests")
+    benchmarks = _cases(task, "benchmarks", required=False)
+    probes = [_probe(module, case) for case in tests]
+    names = _tuple_names(files["reference.py"], len(probes[0][0]))
+    params = [k for k, v in tests[0].items() if k != "seed" and isinstance(v, int)]
+    signature = _signature(probes, tests, names, params)
+    points = _points(tests, benchmarks, probes)
+    tolerance, checker, note, todos = _tolerance(files["reference.py"])
+    outputs = [a for a in signature if a["role"] == "output"]
+    if not any("cpu" in p["devices"] for p in points):
+        todos.append("no test small enough for a CPU point: add one with devices: [cpu]")
+    return Draft(
+        slug=slug_of(folder.name), title=folder.name, source_format=FORMAT,
+        signature=signature, tests=points, tolerance=tolerance, checker=checker,
+        tolerance_note=note, reference=_reference(code, module, signature, names),
+        baseline=_baseline(code, module, signature, names),
+        description=str(task.get("description", "")), todos=todos,
+        notes=[f"`tests` ({len(tests)}) are untimed GPU points, `benchmarks` "
+               f"({len(benchmarks)}) the timed ones; the format's `seed` is replaced by one "
+               "from the judge's secret seed.",
+               "A submission's `custom_kernel(data)` becomes run_kernel over the tuple's "
+               f"tensors, then the sizes; it writes {', '.join(a['name'] for a in outputs)} in "
+               "place. Inputs arrive contiguous (row-major), whatever views the format made."],
+        sources={name: path for name, path in files.items()} | {"task.yml": task_file})
+
+
+def _refuse_what_does_not_map(task: dict) -> None:
+    if task.get("lang", "py") != "py":
+        raise ImportFailure("task.yml", "lang", f"{task['lang']!r}: only Python tasks map",
+                            "port the task to lang: py")
+    if task.get("multi_gpu"):
+        raise ImportFailure("task.yml", "multi_gpu", "multi-GPU problems do not map: one "
+                            "judging holds one device")
+    extra = [f["name"] for f in task.get("files", []) if f.get("source") == "@SUBMISSION@"
+             and f.get("name") != "submission.py"]
+    if extra:
+        raise ImportFailure("task.yml", "files", f"the submission is {extra[0]}, not "
+                            "submission.py", "one Python file per submission")
+
+
+def _format_files(folder: Path, task: dict) -> dict[str, Path]:
+    """utils.py, task.py and reference.py, where task.yml's `files` say (utils is ../utils.py)."""
+    found = {}
+    for entry in task.get("files", []):
+        name = entry.get("name")
+        if name in ("utils.py", "task.py", "reference.py"):
+            path = (folder / entry["source"]).resolve()
+            if not path.is_file():
+                raise ImportFailure("task.yml", f"files[{name}]", f"{entry['source']} not found",
+                                    "import from a checkout of the whole problems folder")
+            found[name] = path
+    for name in ("task.py", "reference.py"):
+        found.setdefault(name, folder / name)
+        if not found[name].is_file():
+            raise ImportFailure(name, "", "not found")
+    return found
+
+
+FUTURE = re.compile(r"^from __future__ import [^\n]*$", re.M)
+
+
+def _format_code(files: dict[str, Path]) -> str:
+    """The format's modules as one: utils, task, reference, their imports of each other
+    removed (and __future__ imports, which must come first, said once), "cuda" read from
+    DEVICE."""
+    texts = {name: files[name].read_text() for name in ("utils.py", "task.py", "reference.py")
+             if name in files}
+    futures = sorted({m.group(0) for text in texts.values() for m in FUTURE.finditer(text)})
+    parts = [*futures,
+             'DEVICE = "cuda"  # the device the format\'s code makes tensors on (set per call)']
+    for name, text in texts.items():
+        text = FORMAT_IMPORTS.sub("", FUTURE.sub("", text))
+        parts.append(f"# ---- {name} (the format's, verbatim but for its imports and device "
+                     "strings) ----\n" + CUDA_LITERAL.sub("DEVICE", text).strip())
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _load(code: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(f"kjudge_gpumode_{slug_of(name)}")
+    try:
+        exec(compile(code, f"<{name} reference>", "exec"), module.__dict__)  # noqa: S102
+    except Exception as exc:
+        raise ImportFailure("reference.py", "", f"does not import: {exc!r}") from None
+    for fn in ("generate_input", "ref_kernel"):
+        if not callable(getattr(module, fn, None)):
+            raise ImportFailure("reference.py", fn, "not defined")
+    return module
+
+
+def _cases(task: dict, key: str, required: bool = True) -> list[dict]:
+    cases = task.get(key) or []
+    if required and not cases:
+        raise ImportFailure("task.yml", key, "no cases", "list generate_input's arguments")
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise ImportFailure("task.yml", f"{key}[{i}]", "not a mapping of arguments")
+    return cases
+
+
+def _probe(module: types.ModuleType, case: dict):
+    """(the tuple's tensors, the output tensors, which tuple positions are outputs): the
+    inputs made on the CPU, the output's shape from ref_kernel on the meta device."""
+    import torch
+
+    module.DEVICE = "cpu"
+    try:
+        data = module.generate_input(**case)
+    except Exception as exc:
+        raise ImportFailure("reference.py", "generate_input",
+                            f"fails on the CPU for {case}: {exc!r}") from None
+    module.kjudge_tuple = isinstance(data, (tuple, list))
+    data = tuple(data) if module.kjudge_tuple else (data,)
+    for i, item in enumerate(data):
+        if not isinstance(item, torch.Tensor):
+            raise ImportFailure("reference.py", "generate_input",
+                                f"element {i} of its tuple is a {type(item).__name__}",
+                                "a signature holds tensors; make sizes test arguments")
+    module.DEVICE = "meta"
+    meta = tuple(t.to("meta") for t in data)
+    try:
+        result = module.ref_kernel(meta if module.kjudge_tuple else meta[0])
+    except Exception:  # an operator without a meta kernel: run it for real
+        module.DEVICE = "cpu"
+        meta = tuple(t.clone() for t in data)
+        try:
+            result = module.ref_kernel(meta if module.kjudge_tuple else meta[0])
+        except Exception as exc:
+            raise ImportFailure("reference.py", "ref_kernel",
+                                f"fails on the CPU for {case}: {exc!r}") from None
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    in_place = [next((i for i, t in enumerate(meta) if t is r), None) for r in result]
+    return data, result, in_place
+
+
+def _tuple_names(reference: Path, count: int) -> list[str]:
+    """The names ref_kernel unpacks `data` into (`a, b, c = data`), else x0, x1, ..."""
+    tree = ast.parse(reference.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "ref_kernel" and node.args.args:
+            param = node.args.args[0].arg
+            for stmt in node.body:
+                if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
+                        and stmt.value.id == param and isinstance(stmt.targets[0], ast.Tuple)):
+                    names = [e.id for e in stmt.targets[0].elts if isinstance(e, ast.Name)]
+                    if len(names) == count:
+                        return names
+    return [f"x{i}" for i in range(count)] if count > 1 else ["x"]
+
+
+def _fit(values: list[int], cases: list[dict], params: list[str]) -> int | str | None:
+    """An expression over the parameters that gives `values` in every case."""
+    if len(set(values)) == 1 and not any(all(c[p] == values[0] for c in cases) for p in params):
+        return values[0]
+    for p in params:
+        p_values = [c[p] for c in cases]
+        candidates = [(p, lambda x: x)]
+        for d in DIVISORS:
+            candidates += [(f"{p} // {d}", lambda x, d=d: x // d),
+                           (f"({p} + {d - 1}) // {d}", lambda x, d=d: -(-x // d)),
+                           (f"{p} * {d}", lambda x, d=d: x * d)]
+        for text, fn in candidates:
+            if [fn(x) for x in p_values] == values:
+                return text
+    return values[0] if len(set(values)) == 1 else None
+
+
+def _signature(probes, tests, names, params) -> list[dict]:
+    data0, result0, in_place0 = probes[0]
+    cases = [{k: v for k, v in t.items()} for t in tests]
+    signature = []
+
+    def arg(name: str, role: str, position: int, pick) -> dict:
+        tensor = pick(probes[0])[position]
+        dtype = tensor_dtype(str(tensor.dtype).removeprefix("torch."), "reference.py",
+                             f"generate_input: {name}")
+        shape = []
+        for dim in range(tensor.dim()):
+            values = [pick(probe)[position].shape[dim] for probe in probes]
+            fitted = _fit(values, cases, params)
+            if fitted is None:
+                raise ImportFailure("reference.py", f"generate_input: {name}.shape[{dim}]",
+                                    f"{values} over the tests fit no expression of "
+                                    f"{', '.join(params)}", "write the folder by hand")
+            shape.append(fitted)
+        return {"name": name, "role": role, "dtype": dtype, "shape": shape}
+
+    outputs_in_place = {i for i in in_place0 if i is not None}
+    for i, name in enumerate(names):
+        role = "output" if i in outputs_in_place else "input"
+        signature.append(arg(name, role, i, lambda probe: probe[0]))
+    for j, position in enumerate(in_place0):
+        if position is None:
+            name = "output" if len(result0) == 1 else f"output{j}"
+            signature.append(arg(name, "output", j, lambda probe: probe[1]))
+    taken = {a["name"] for a in signature}
+    for p in params:
+        if p in taken:
+            raise ImportFailure("task.yml", f"tests: {p}", "a parameter named like a tensor")
+        signature.append({"name": p, "role": "scalar",
+                          "dtype": "int32" if max(c[p] for c in cases) < 2**31 else "int64"})
+    return signature
+
+
+def _points(tests: list[dict], benchmarks: list[dict], probes) -> list[dict]:
+    taken: set[str] = set()
+    points = []
+
+    def params(case: dict) -> dict:
+        return {k: v for k, v in case.items() if k != "seed"}
+
+    sizes = [sum(t.numel() * t.element_size() for t in probe[0]) for probe in probes]
+    smallest = min(range(len(tests)), key=sizes.__getitem__)
+    if sizes[smallest] <= CPU_POINT_BYTES:
+        points.append({"name": point_name({"cpu": "", **params(tests[smallest])}, taken),
+                       "params": params(tests[smallest]), "sample": True, "devices": ["cpu"]})
+    for case in tests:
+        points.append({"name": point_name(params(case), taken), "params": params(case),
+                       "timed": False, "devices": ["cuda"]})
+    for case in benchmarks:
+        points.append({"name": point_name(params(case), taken), "params": params(case),
+                       "devices": ["cuda"]})
+    return points
+
+
+def _tolerance(reference: Path):
+    """check_implementation = make_match_reference(ref_kernel, rtol=, atol=) maps to allclose
+    (utils.verbose_allclose: |out - ref| <= atol + rtol·|ref|, NaN and Inf where the reference
+    has them); a check of its own that compares with verbose_allequal to `exact`; any other is
+    a KJUDGE-TODO."""
+    tree = ast.parse(reference.read_text())
+    tolerance = dict(DEFAULT_TOLERANCE, matched_ratio=1.0)
+    allclose_note = ("As the format's `make_match_reference` checks (utils.verbose_allclose): "
+                     "|out - ref| <= atol + rtol·|ref| on every element, NaN and Inf only where "
+                     "the reference has them (checker `allclose`, matched_ratio 1.0).")
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "check_implementation" for t in node.targets):
+            call = node.value
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id == "make_match_reference"):
+                for kw in call.keywords:
+                    if kw.arg in ("rtol", "atol"):
+                        tolerance[kw.arg] = float(ast.literal_eval(kw.value))
+                note = allclose_note + f" rtol = {tolerance['rtol']:g}, atol = {tolerance['atol']:g}."
+                return tolerance, "allclose", note, []
+        if isinstance(node, ast.FunctionDef) and node.name == "check_implementation":
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if "verbose_allequal" in names and "verbose_allclose" not in names:
+                return (dict(tolerance, rtol=0.0, atol=0.0), "exact",
+                        "As the format's check_implementation (verbose_allequal): every element "
+                        "equal (checker `exact`).", [])
+    todo = ("reference.py's check_implementation is the format's own: port it to a checker "
+            "file (checker: my_check.py) or confirm allclose with these tolerances")
+    return tolerance, "allclose", allclose_note, [todo]
+
+
+GENERATED = '''
+
+# -- generated by `kjudge problem import --from gpumode` ------------------------------------
+_NAMES = {names!r}  # the tuple generate_input returns and ref_kernel takes, in order
+_OUTPUTS = {outputs!r}  # name -> (dtype, shape expressions over the sizes)
+_IN_PLACE = {in_place!r}  # outputs that are elements of the tuple
+_SIZES = {sizes!r}
+_TUPLE = {is_tuple!r}  # whether generate_input returns a tuple (else one tensor)
+_SEEDED = {seeded!r}  # whether generate_input takes `seed`
+'''
+
+REFERENCE = '''
+
+def make_inputs(params, generator, device):
+    """generate_input with a seed from the judge's generator (the task's fixed seeds are not
+    used), on `device`, the global RNGs forked and seeded from it too."""
+    global DEVICE
+    DEVICE = device.type
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=device))
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        data = generate_input(**params, **({"seed": seed} if _SEEDED else {}))
+    data = tuple(data) if _TUPLE else (data,)
+    return {name: t.contiguous() for name, t in zip(_NAMES, data) if name not in _IN_PLACE}
+
+
+def _allocate(name, args):
+    dtype, shape = _OUTPUTS[name]
+    sizes = [d if isinstance(d, int) else eval(d, {"__builtins__": {}}, args) for d in shape]
+    return torch.zeros(sizes, dtype=getattr(torch, dtype), device=DEVICE)
+
+
+def reference(**args):
+    global DEVICE
+    DEVICE = next(v for v in args.values() if isinstance(v, torch.Tensor)).device.type
+    sizes = {k: args[k] for k in _SIZES}
+    data = tuple(args[n] if n not in _IN_PLACE else _allocate(n, sizes) for n in _NAMES)
+    result = ref_kernel(data if _TUPLE else data[0])
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    return dict(zip(_OUTPUTS, result))
+'''
+
+BASELINE = '''
+
+def run_kernel({params}):
+    global DEVICE
+    DEVICE = {first}.device.type
+    result = ref_kernel({data})
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    for out, value in zip(({outputs},), result):
+        if value is not out:
+            out.copy_(value)
+'''
+
+
+def _generated(module, signature: list[dict], names: list[str]) -> str:
+    outputs = {a["name"]: (a["dtype"], a["shape"]) for a in signature if a["role"] == "output"}
+    in_place = [n for n in names if n in outputs]
+    sizes = [a["name"] for a in signature if a["role"] == "scalar"]
+    seeded = "seed" in inspect.signature(module.generate_input).parameters
+    return GENERATED.format(names=names, outputs=outputs, in_place=in_place, sizes=sizes,
+                            is_tuple=module.kjudge_tuple, seeded=seeded)
+
+
+def _header(what: str) -> str:
+    return (f'"""{what}: the GPU MODE task\'s own code (utils.py, task.py, reference.py), then '
+            'what the judge\ncalls (written by `kjudge problem import --from gpumode`)."""\n\n'
+            "import torch\n\n")
+
+
+def _reference(code: str, module, signature: list[dict], names: list[str]) -> str:
+    return _header("The reference") + code + _generated(module, signature, names) + REFERENCE
+
+
+def _baseline(code: str, module, signature: list[dict], names: list[str]) -> str:
+    outputs = [a["name"] for a in signature if a["role"] == "output"]
+    data = f"({', '.join(names)},)" if module.kjudge_tuple else names[0]
+    return _header("The baseline") + code + BASELINE.format(
+        params=", ".join(a["name"] for a in signature), first=names[0], data=data,
+        outputs=", ".join(outputs))
+
