@@ -280,8 +280,9 @@ def _header(definition: dict, what: str) -> str:
 
 def _reference(definition: dict, tensors: dict, fixed: set[str]) -> str:
     todo = "".join(
-        f"        if name == {name!r}:  # KJUDGE-TODO: draw valid values of {name} "
-        "(the workloads give fixed data)\n            pass\n" for name in sorted(fixed))
+        f"        if name == {name!r}:  # KJUDGE-TODO: the workloads give {name} as fixed "
+        "data: draw valid values here (then `continue`), or keep the random draw below\n"
+        "            pass\n" for name in sorted(fixed))
     output_dtypes = {k: DTYPE_NAMES.get(v["dtype"], v["dtype"])
                      for k, v in definition["outputs"].items()}
     return (_header(definition, "The reference") + definition["reference"].strip() + "\n"
