@@ -31,6 +31,7 @@ from judge.judging import dequant, jit_cache, scoring
 from judge.judging import timing as timing_loop
 from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
 from judge.judging.flusher import CacheFlusher
+from judge.judging.guard import GuardRun
 from judge.judging.record import JudgeResult, TestReport
 from judge.judging.reference import ProblemRuntimeError, Reference, TestCase, derive_seed
 from judge.judging.rules import check_rules, operator_rule
@@ -219,6 +220,8 @@ class JudgingRun:
     # -- stages ----------------------------------------------------------------------------
     def run(self) -> JudgeResult:
         started = time.monotonic()
+        # an extra opinion on Python sources, formed while the judging runs: flags, no verdict
+        opinion = GuardRun(self.source) if self.language.is_python else None
         try:
             self._run()
         except ProblemRuntimeError as exc:
@@ -226,6 +229,10 @@ class JudgingRun:
         finally:
             if self.slot is not None:
                 self.slot.close()  # its processes, and the job directory with them
+            if opinion is not None:
+                report = opinion.report()
+                self.result.guard = report.to_dict()
+                self.result.flags += report.flags()
             self.result.wall_s = time.monotonic() - started
             self.result.kernel_s = self.kernel_ms / 1000
         return self.result

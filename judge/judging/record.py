@@ -101,6 +101,9 @@ class JudgeResult:
     message: str = ""
     tests: list[TestReport] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # judgings an organizer should look at
+    # KernelGuard's opinion of a Python source (judge/judging/guard.py): its hits, and whether
+    # a hard-tier one puts the judging on the organizers' review list
+    guard: dict = field(default_factory=dict)
     requested: dict = field(default_factory=dict)  # what was asked for: language, device, sandbox
     applied: dict = field(default_factory=dict)  # what actually ran: device, sandbox, versions
     wall_s: float = 0.0
@@ -117,6 +120,10 @@ class JudgeResult:
     @property
     def accepted(self) -> bool:
         return self.verdict is Verdict.AC
+
+    @property
+    def needs_review(self) -> bool:
+        return bool(self.guard.get("review"))
 
     def to_dict(self) -> dict:
         """The record as JSON-ready data, `overhead_s` included (derived: from_dict drops it)."""

@@ -276,7 +276,7 @@ def highlight_source(source: str, language: str) -> str:
 
 
 # what only organizers see of a record: the judge's own notes and what ran where
-ORGANIZER_FIELDS = ("flags", "applied", "requested")
+ORGANIZER_FIELDS = ("flags", "guard", "applied", "requested")
 
 
 def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> dict:
@@ -415,6 +415,17 @@ def _routes(app: FastAPI) -> None:
             Rejudge.id.in_([j.rejudge_id for j in submission.judgings if j.rejudge_id])))}
         return [{**judging_view(j, user.is_admin, user.is_admin),
                  "rejudge_reason": reasons.get(j.rejudge_id)} for j in submission.judgings]
+
+    @app.get("/api/review")
+    def review(s: SessionDep, _admin: AdminDep,
+               limit: int = Query(200, ge=1, le=1000)) -> list[dict]:
+        """Submissions KernelGuard flagged with a hard-tier rule, for an organizer to look at
+        (its verdict is the judge's measurements', whatever the detector says)."""
+        return [{"submission_id": sub.id, "user": sub.user.name, "problem": sub.problem.slug,
+                 "language": sub.language, "judging_id": judging.id, "verdict": judging.verdict,
+                 "score": judging.score, "finished_at": judging.finished_at,
+                 "hits": (judging.record or {}).get("guard", {}).get("hits", [])}
+                for sub, judging in store.review_list(s, limit)]
 
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,

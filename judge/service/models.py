@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -126,6 +127,8 @@ class JudgingRow(Base):
     score: Mapped[float] = mapped_column(Float, default=0.0)
     speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
     time_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(),
+                                         index=True)  # on the organizers' review list
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     claim: Mapped[str | None] = mapped_column(String(32), nullable=True)  # token of the holder
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -146,7 +149,7 @@ def record_columns(result: JudgeResult) -> dict:
     queries rank and filter on as columns (a non-finite number is no figure there)."""
     return {"record": result.to_dict(), "verdict": result.verdict.value,
             "score": _finite(result.score) or 0.0, "speedup": _finite(result.speedup),
-            "time_ms": _finite(result.time_ms)}
+            "time_ms": _finite(result.time_ms), "review": result.needs_review}
 
 
 def _finite(value: float | None) -> float | None:

@@ -397,6 +397,20 @@ def rejudge_progress(s: Session, rejudge_id: int) -> dict:
 
 
 # -- problem statistics ---------------------------------------------------------------------
+def review_list(s: Session, limit: int = 200) -> list[tuple[Submission, JudgingRow]]:
+    """Submissions a judging of which KernelGuard put on the review list (a hard-tier hit),
+    newest first, each with its latest such judging."""
+    flagged = (select(JudgingRow.submission_id, func.max(JudgingRow.id).label("judging"))
+               .where(JudgingRow.review.is_(True)).group_by(JudgingRow.submission_id)
+               .subquery())
+    query = (select(Submission, JudgingRow)
+             .join(flagged, flagged.c.submission_id == Submission.id)
+             .join(JudgingRow, JudgingRow.id == flagged.c.judging)
+             .options(joinedload(Submission.user), joinedload(Submission.problem))
+             .order_by(Submission.id.desc()).limit(limit))
+    return [(submission, judging) for submission, judging in s.execute(query)]
+
+
 def current_accepted(s: Session, contest: Contest | None = None):
     """(user id, user name, problem slug, score, submitted at) of every submission whose current
     judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the

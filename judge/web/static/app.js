@@ -334,6 +334,10 @@ function appliedPanel(r) {
     ...Object.entries(a.gpu_memory || {}).map(([role, m]) => [`GPU memory, ${esc(role)}`,
       `peak ${num(m.peak_mb)} MiB` + (m.limit_mb ? ` of ${num(m.limit_mb)} MiB` : "")]),
     ["flags", esc((r.flags || []).join("; ") || "–")],
+    ...(r.guard && r.guard.tool ? [[`${esc(r.guard.tool)} (an opinion, not the verdict)`,
+      r.guard.error ? esc(r.guard.error) : (r.guard.hits || []).map((h) =>
+        `<code>${esc(h.rule)}</code> ${esc(h.tier)} tier: ${esc(h.evidence)}`).join("<br>")
+        || esc(r.guard.classification)]] : []),
   ];
   return `<h2>How it ran</h2><table class="applied">${rows.map(([k, v]) =>
     `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>`;
@@ -420,6 +424,8 @@ async function leaderboardPage() {
 async function adminPage() {
   view().innerHTML = `<h1>Organizer</h1>
     <h2>Queue and workers</h2><div id="queue"></div>
+    <h2>Review</h2><p class="muted">Submissions KernelGuard flags with a hard-tier rule: an
+      opinion for you to check, not a verdict.</p><table id="review"></table>
     <h2>Rejudge</h2>
     <form id="rejudge" class="stack">
       <div class="row"><input name="submission_ids" placeholder="submission ids: 3 4 9">
@@ -440,6 +446,16 @@ async function adminPage() {
       || '<tr><td colspan="4" class="muted">nothing waiting</td></tr>'}</table>
       <table><tr><th>worker</th><th>last heartbeat</th></tr>${q.workers.map((w) =>
         `<tr><td>${esc(w.name)}</td><td>${when(w.last_seen)}</td></tr>`).join("")}</table>`;
+  };
+  const loadReview = async () => {
+    const rows = await api("/api/review");
+    $("#review").innerHTML = `<tr><th>#</th><th>user</th><th>problem</th><th>verdict</th>
+      <th>rules</th><th>judged</th></tr>` + (rows.map((r) => `<tr data-id="${r.submission_id}">
+      <td><a href="#/submissions/${r.submission_id}">${r.submission_id}</a></td><td>${esc(r.user)}</td>
+      <td>${esc(r.problem)}</td><td>${esc(r.verdict || "–")}</td>
+      <td>${esc([...new Set(r.hits.filter((h) => h.tier === "hard").map((h) => h.rule))].join(", "))}</td>
+      <td>${when(r.finished_at)}</td></tr>`).join("")
+      || '<tr><td colspan="6" class="muted">nothing to review</td></tr>');
   };
   const loadUsers = async () => {
     const users = await api("/api/users");
@@ -479,7 +495,7 @@ async function adminPage() {
       await loadUsers();
     } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
-  await Promise.all([loadQueue(), loadUsers()]);
+  await Promise.all([loadQueue(), loadReview(), loadUsers()]);
 }
 
 function errorPage(title, message) {
