@@ -173,3 +173,25 @@ def test_reload_reports_invalid_problem_folders(api, tmp_path, monkeypatch):
     result = api.post("/api/problems/reload", headers=auth(api, "admin")).json()
     assert result["loaded"] == ["vector_add"] and "broken" in result["invalid"]
     assert api.get("/api/problems/softmax").status_code == 404  # folder gone: inactive
+
+
+def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
+    flagged, clean = post_submission(api).json(), post_submission(api, who="bob").json()
+    hit = {"rule": "TIMER_MONKEYPATCH", "tier": "hard", "severity": "critical",
+           "evidence": "torch.cuda.Event reassigned"}
+    for created, hits in ((flagged, [hit]), (clean, [])):
+        with db.session(api.config.database_url) as s:
+            token = store.claim(s, created["judging_id"], "api-test-worker")
+            result = JudgeResult("vector_add", verdict=Verdict.AC, score=100.0,
+                                 guard={"tool": "kernelguard 0.3.2", "hits": hits,
+                                        "review": bool(hits), "classification": ""})
+            store.finish(s, created["judging_id"], token, result)
+    listed = api.get("/api/review", headers=auth(api, "admin")).json()
+    assert [(r["submission_id"], r["user"], r["verdict"]) for r in listed] == [
+        (flagged["id"], "alice", "AC")]
+    assert listed[0]["hits"] == [hit]
+    assert api.get("/api/review", headers=auth(api, "alice")).status_code == 403
+    own = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "alice")).json()
+    assert "guard" not in own and "flags" not in own
+    admin_view = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "admin")).json()
+    assert admin_view["guard"]["review"] is True
