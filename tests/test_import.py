@@ -155,6 +155,13 @@ def test_what_does_not_map_is_refused_by_file_and_field(tmp_path):
     definition.write_text(json.dumps(data))
     dtype = _failure(tmp_path / "o1", "flashinfer", definition)
     assert dtype.field == "inputs.A.dtype" and "float8_e4m3fnuz" in dtype.message
+    solution = folder / "solution.json"  # FlashInfer-Bench's solution format, several files
+    solution.write_text(json.dumps({"name": "gemm_triton", "definition": "gemm_n256_k128",
+                                    "spec": {"language": "triton", "entry_point": "main.py::run"},
+                                    "sources": [{"path": "main.py", "content": ""},
+                                                {"path": "kernel.py", "content": ""}]}))
+    multi = _failure(tmp_path / "o5", "flashinfer", solution)
+    assert multi.field == "sources" and "one file" in multi.message
     (folder / "workloads" / "gemm_n256_k128.jsonl").unlink()
     assert "no workloads" in _failure(tmp_path / "o2", "flashinfer", definition).message
 
@@ -176,6 +183,22 @@ def test_an_existing_folder_is_not_overwritten(tmp_path):
     again = _failure(tmp_path, "flashinfer",
                      FORMATS_DIR / "flashinfer/definitions/gemm_n256_k128.json")
     assert "not empty" in again.message
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+@pytest.mark.parametrize("fmt,source", [EXAMPLES[1], EXAMPLES[3]], ids=["fp8_out", "fp8_in"])
+def test_the_cuda_starter_compiles_with_its_fp8_types(tmp_path, default_sandbox, fmt, source):
+    from judge.host.device import DeviceInfo
+    from judge.languages import get_language
+    from sandbox import SandboxLimits
+
+    problem, _ = imported(tmp_path, fmt, source)
+    text = problem.template_path("cuda").read_text()
+    assert "__nv_fp8_e4m3*" in text and "#include <cuda_fp8.h>" in text
+    h200 = DeviceInfo("cuda", "cuda:0", "H200", 60 * 2**20, arch="sm_90a")
+    limits = SandboxLimits(memory_mb=4096, pids=512)
+    built = get_language("cuda").compile(text, h200, default_sandbox, limits, 120)
+    assert built.ok, built.log
 
 
 def test_either_fails_an_element_only_outside_both_bounds():

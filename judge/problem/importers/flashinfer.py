@@ -49,6 +49,10 @@ def convert(source: Path) -> Draft:
         definition = json.loads(source.read_text())
     except (OSError, ValueError) as exc:
         raise ImportFailure(file, "", f"not a JSON definition: {exc}") from None
+    if "sources" in definition and "spec" in definition:
+        raise ImportFailure(file, "sources", "a FlashInfer-Bench solution, not a definition: "
+                            "its files are one contestant's submission (here a submission is "
+                            "one file)", "import the definition it solves")
     for key in ("name", "axes", "inputs", "outputs", "reference"):
         if key not in definition:
             raise ImportFailure(file, key, "missing", "a FlashInfer-Bench definition has it")
