@@ -51,7 +51,6 @@ class Draft:
     notes: list[str] = field(default_factory=list)  # said in the statement and by the CLI
     todos: list[str] = field(default_factory=list)  # KJUDGE-TODO lines for problem.yaml
     sources: dict[str, Path] = field(default_factory=dict)  # kept under source/
-    metrics: dict = field(default_factory=dict)
     limits: dict = field(default_factory=lambda: {"compile_s": 180, "run_s": 10})
 
 
@@ -72,7 +71,7 @@ def write(draft: Draft, out: Path) -> Path:
         "checker": draft.checker,
         "tolerance": draft.tolerance,
         "limits": draft.limits,
-        **({"metrics": draft.metrics} if draft.metrics else {}),
+        "metrics": bytes_metric(draft.signature),
         "tests": draft.tests,
     }
     header = [f"# Imported from a {draft.source_format} by `kjudge problem import`; the format's",
@@ -175,6 +174,15 @@ def tensor_dtype(dtype: str, file: str, field: str) -> str:
         raise ImportFailure(file, field, f"dtype {dtype!r} has no counterpart here",
                             f"use one of {', '.join(DTYPES)}")
     return dtype
+
+
+def bytes_metric(signature: list[dict]) -> dict:
+    """`metrics.bytes`: every tensor read or written once, for the GB/s figures."""
+    import torch
+
+    terms = [" * ".join([str(getattr(torch, a["dtype"]).itemsize), *map(str, a["shape"])])
+             for a in signature if a["role"] != "scalar"]
+    return {"bytes": " + ".join(terms) or "0"}
 
 
 def point_name(params: dict, taken: set[str]) -> str:

@@ -95,8 +95,7 @@ def convert(source: Path) -> Draft:
         reference=_reference(definition, tensors, fixed),
         baseline=_baseline(definition, signature),
         description=definition.get("description", ""), notes=notes, todos=todos,
-        sources={source.name: source, found.name: found},
-        metrics={"bytes": " + ".join(_bytes_expr(t) for t in tensors.values()) or "0"})
+        sources={source.name: source, found.name: found})
 
 
 def _points(path: Path, name: str, var: list[str], definition: dict):
@@ -203,10 +202,6 @@ def _itemsize(dtype: str) -> int:
     import torch
 
     return getattr(torch, dtype).itemsize
-
-
-def _bytes_expr(arg: dict) -> str:
-    return " * ".join([str(_itemsize(arg["dtype"])), *(str(d) for d in arg["shape"])])
 
 
 def _tests(points: list[dict], tensors: dict) -> list[dict]:
