@@ -21,6 +21,7 @@ FORMATS_DIR = ROOT / "tests" / "formats"
 EXAMPLES = [
     ("flashinfer", "flashinfer/definitions/gemm_n256_k128.json"),
     ("flashinfer", "flashinfer/definitions/fp8_quant_h256.json"),
+    ("flashinfer", "flashinfer/definitions/nvfp4_dequant_k128.json"),
     ("gpumode", "gpumode/vectoradd_py"),
     ("gpumode", "gpumode/fp8_mm"),
     ("gpumode", "gpumode/histogram_py"),
@@ -55,7 +56,7 @@ def test_an_imported_problem_validates_and_its_baseline_is_accepted(tmp_path, cp
     assert result.verdict is Verdict.AC, result.message
 
 
-@pytest.mark.parametrize("fmt,source", [EXAMPLES[0], EXAMPLES[3], EXAMPLES[6]],
+@pytest.mark.parametrize("fmt,source", [EXAMPLES[0], EXAMPLES[4], EXAMPLES[7]],
                          ids=["flashinfer", "gpumode", "kernelbench"])
 def test_inputs_come_from_the_judges_seed(tmp_path, fmt, source):
     problem, _ = imported(tmp_path, fmt, source)
@@ -65,6 +66,19 @@ def test_inputs_come_from_the_judges_seed(tmp_path, fmt, source):
     tensors = [n for n, v in first.items() if isinstance(v, torch.Tensor)]
     assert all(torch.equal(first[n], again[n]) for n in tensors)
     assert any(not torch.equal(first[n], other[n]) for n in tensors)
+
+
+def test_packed_fp4_inputs_reach_run_kernel_as_they_were_drawn(tmp_path, cpu, default_sandbox):
+    """FlashInfer's float4_e2m1 is torch's float4_e2m1fn_x2: reading the nibbles the wrong way
+    round is WA."""
+    problem, _ = imported(tmp_path, "flashinfer", "flashinfer/definitions/nvfp4_dequant_k128.json")
+    assert problem.inputs[0].dtype == "float4_e2m1fn_x2" and problem.inputs[0].shape == ["M", 64]
+    baseline = (problem.path / "baseline.py").read_text()
+    swapped = baseline.replace("[raw & 15, raw >> 4]", "[raw >> 4, raw & 15]")
+    assert swapped != baseline
+    result = judge_source(problem, swapped, device=cpu, sandbox=default_sandbox,
+                          options=JudgeOptions(timing=False), language="torch")
+    assert result.verdict is Verdict.WA
 
 
 def test_gpumode_fixed_seeds_are_not_used(tmp_path):
@@ -186,7 +200,7 @@ def test_an_existing_folder_is_not_overwritten(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
-@pytest.mark.parametrize("fmt,source", [EXAMPLES[1], EXAMPLES[3]], ids=["fp8_out", "fp8_in"])
+@pytest.mark.parametrize("fmt,source", [EXAMPLES[1], EXAMPLES[4]], ids=["fp8_out", "fp8_in"])
 def test_the_cuda_starter_compiles_with_its_fp8_types(tmp_path, default_sandbox, fmt, source):
     from judge.host.device import DeviceInfo
     from judge.languages import get_language
