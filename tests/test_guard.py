@@ -99,3 +99,24 @@ def test_a_detector_that_fails_leaves_a_flag_and_the_verdict(vector_add, cpu, de
     assert "timed out" in result.guard["error"]
     assert any("no opinion" in f for f in result.flags)
 
+
+
+
+def test_the_opinion_never_parses_beside_the_judgings_own_parsing(monkeypatch):
+    """CPython 3.11's parser is not safe in two threads at once, and the judging parses the
+    source (rules, the language's check) right after the opinion starts: a clean-clone run lost
+    an opinion so ("AST constructor recursion depth mismatch" in the opinion's thread). All the
+    parsing the opinion needs in this process happens in the caller's thread."""
+    import ast
+    import threading
+
+    parse, threads = ast.parse, set()
+
+    def recording(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", recording)
+    guard.harness_names.cache_clear()
+    report = GuardRun((PROBLEMS / "fp8_gemm/templates/triton.py").read_text()).report()
+    assert not report.error and threads == {threading.current_thread().name}

@@ -85,19 +85,21 @@ class GuardRun:
 
     def __init__(self, source: str):
         self._report: GuardReport | None = None
-        self._thread = threading.Thread(target=self._run, args=(source,), daemon=True)
+        # made here, in the caller's thread: CPython 3.11's parser is not safe to run in two
+        # threads at once ("AST constructor recursion depth mismatch"), and the judging parses
+        request = json.dumps({"source": source, "overrides": overrides()})
+        self._thread = threading.Thread(target=self._run, args=(request,), daemon=True)
         self._thread.start()
 
-    def _run(self, source: str) -> None:
-        request = json.dumps({"source": source, "overrides": overrides()})
+    def _run(self, request: str) -> None:
         try:
             done = subprocess.run([sys.executable, "-m", __name__], input=request,
                                   capture_output=True, text=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self._report = GuardReport(error=f"timed out after {TIMEOUT_S} s")
             return
-        except OSError as exc:
-            self._report = GuardReport(error=f"did not start: {exc}")
+        except Exception as exc:  # noqa: BLE001 - an opinion that fails is only a flag
+            self._report = GuardReport(error=f"did not start: {exc!r}")
             return
         try:
             self._report = GuardReport(**json.loads(done.stdout))
