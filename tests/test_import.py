@@ -243,3 +243,16 @@ def test_the_cli_imports_and_names_a_refusal(tmp_path):
                      FORMATS_DIR / "flashinfer/definitions/top_k_sampling_v128.json",
                      "--dir", tmp_path)
     assert refused.returncode != 0 and "op_type: sampling" in refused.stderr
+
+
+def test_an_import_that_fails_while_writing_leaves_no_folder(tmp_path, monkeypatch):
+    from judge.problem.importers import draft
+
+    def broken(language, signature):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(draft, "starter", broken)
+    with pytest.raises(RuntimeError):
+        import_problem("flashinfer", FORMATS_DIR / "flashinfer/definitions/gemm_n256_k128.json",
+                       None, tmp_path)
+    assert list(tmp_path.iterdir()) == []

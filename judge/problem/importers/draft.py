@@ -60,10 +60,24 @@ def slug_of(name: str) -> str:
 
 
 def write(draft: Draft, out: Path) -> Path:
+    """The folder, written whole beside `out` and then moved there: a failure leaves nothing."""
     if out.exists() and any(out.iterdir()):
         raise ImportFailure(str(out), "", "already exists and is not empty",
                             "choose another --out or remove the folder")
-    out.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.importing")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        _write(draft, staging)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def _write(draft: Draft, out: Path) -> None:
     spec = {
         "title": draft.title,
         "languages": list(LANGUAGES),
@@ -93,7 +107,6 @@ def write(draft: Draft, out: Path) -> Path:
         (out / "source").mkdir()
         for name, path in draft.sources.items():
             shutil.copyfile(path, out / "source" / name)
-    return out
 
 
 def _yaml(spec: dict) -> str:

@@ -82,7 +82,8 @@ def convert(source: Path) -> Draft:
     if not any("cpu" in t["devices"] for t in tests):
         todos.append("no shape small enough for the CPU: add a test point with devices: [cpu]")
     for constraint in definition.get("constraints", []):
-        notes.append(f"The definition's constraint `{constraint}` holds on every test point.")
+        notes.append(f"The definition's constraint `{constraint}` (checked on every workload "
+                     "where it names only axes and scalars).")
     return Draft(
         slug=slug_of(name), title=name, source_format=FORMAT, signature=signature, tests=tests,
         tolerance={"rtol": 1e-2, "atol": 1e-2, "matched_ratio": ratio}, checker="either",
