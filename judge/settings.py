@@ -72,6 +72,8 @@ class Settings:
                                  "beaten for this long is requeued", "service")
     max_attempts: int = setting("KJUDGE_MAX_ATTEMPTS", 3, "workers lost by one judging before "
                                 "it ends as SE", "service")
+    metrics_token: str = setting("KJUDGE_METRICS_TOKEN", "", "the bearer token `GET /metrics` "
+                                 "asks for (empty: open to whoever reaches the API)", "service")
     soft_time_limit_s: int = setting("KJUDGE_SOFT_TIME_LIMIT_S", 1800, "a judging's time limit "
                                      "on a worker (the hard limit is 60 s more)", "service")
     # -- workers and sandboxes ----------------------------------------------------------------

@@ -6,10 +6,12 @@ Errors are JSON objects {"error": "what is wrong and how to fix it"} with a 4xx 
 from __future__ import annotations
 
 import csv
+import hmac
 import io
 import json
 import logging
 import threading
+import time
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated
@@ -18,6 +20,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
@@ -27,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import broker, db, dump, store
+from judge.service import broker, db, dump, metrics, store
 from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.settings import Settings, settings
 from judge.verdicts import State
@@ -224,6 +227,18 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
     app.state.publisher = broker.Publisher(app.state.settings)
     app.add_middleware(BodyLimit, limit=body_limit(app.state.settings))
 
+    @app.middleware("http")
+    async def _latency(request: Request, call_next):
+        """Each request's time, by its route's template (not its path: ids would make a series
+        each) for the operators' metrics."""
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        metrics.REQUEST_SECONDS.labels(request.method, getattr(route, "path", "unmatched"),
+                                       str(response.status_code)).observe(
+            time.perf_counter() - started)
+        return response
+
     @app.exception_handler(store.ServiceError)
     async def _service_error(_request: Request, exc: store.ServiceError):
         return JSONResponse({"error": exc.message}, status_code=exc.status)
@@ -322,6 +337,18 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
 
 
 def _routes(app: FastAPI) -> None:
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics(config: SettingsDep,
+                           authorization: Annotated[str | None, Header()] = None) -> Response:
+        """Prometheus' text format (judge/service/metrics.py); with KJUDGE_METRICS_TOKEN set,
+        only for `Authorization: Bearer <that token>`."""
+        wanted = config.metrics_token
+        if wanted and not hmac.compare_digest(authorization or "", f"Bearer {wanted}"):
+            raise store.ServiceError(401, "send the metrics token: Authorization: Bearer "
+                                          "<KJUDGE_METRICS_TOKEN>")
+        body = metrics.exposition(lambda: db.session(config.database_url))
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/api/health")
     def health() -> dict:
         return {"ok": True}
@@ -455,18 +482,7 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/api/queue")
     def queue(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
-        rows = s.execute(select(JudgingRow.queue, JudgingRow.state, func.count(JudgingRow.id),
-                                func.min(JudgingRow.queued_at))
-                         .where(JudgingRow.state != State.DONE.value)
-                         .group_by(JudgingRow.queue, JudgingRow.state)).all()
-        queues: dict[str, dict] = {}
-        for name, state, count, oldest in rows:
-            entry = queues.setdefault(name, {"queued": 0, "running": 0, "oldest_waiting": None})
-            if state == State.QUEUED.value:
-                entry["queued"] += count
-                entry["oldest_waiting"] = oldest
-            else:
-                entry["running"] += count
+        queues = store.queue_summary(s)
         workers = s.execute(select(JudgingRow.worker, func.max(JudgingRow.heartbeat_at))
                             .where(JudgingRow.worker.is_not(None))
                             .group_by(JudgingRow.worker)).all()

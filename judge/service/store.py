@@ -25,6 +25,7 @@ import judge
 from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem
+from judge.service import metrics
 from judge.service.models import (
     Contest,
     Counter,
@@ -256,12 +257,31 @@ def holds(s: Session, judging_id: int, token: str, **values) -> bool:
 
 
 def finish(s: Session, judging_id: int, token: str, result: JudgeResult) -> bool:
-    """End a judging with its record, while this claim holds it."""
+    """End a judging with its record, while this claim holds it (its times counted into the
+    operators' histograms in the same transaction: judge/service/metrics.py)."""
     done = holds(s, judging_id, token, state=DONE, finished_at=utcnow(),
                  **record_columns(result))
     if done:
         results_changed(s)
+        metrics.observe(s, result.phases, result.wall_s)
     return done
+
+
+def queue_summary(s: Session) -> dict[str, dict]:
+    """Per queue: judgings queued and running, and when the oldest waiting one was queued."""
+    rows = s.execute(select(JudgingRow.queue, JudgingRow.state, func.count(JudgingRow.id),
+                            func.min(JudgingRow.queued_at))
+                     .where(JudgingRow.state != State.DONE.value)
+                     .group_by(JudgingRow.queue, JudgingRow.state)).all()
+    queues: dict[str, dict] = {}
+    for name, state, count, oldest in rows:
+        entry = queues.setdefault(name, {"queued": 0, "running": 0, "oldest_waiting": None})
+        if state == State.QUEUED.value:
+            entry["queued"] += count
+            entry["oldest_waiting"] = oldest
+        else:
+            entry["running"] += count
+    return queues
 
 
 def system_error(submission: Submission, message: str, flag: str) -> JudgeResult:

@@ -23,7 +23,7 @@ from celery.signals import worker_init, worker_process_init, worker_shutting_dow
 from sqlalchemy.exc import DBAPIError
 
 from judge.judging.record import JudgeResult
-from judge.service import db, store
+from judge.service import db, metrics, store
 from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow
 from judge.settings import Settings, settings
@@ -202,6 +202,7 @@ def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
             if record.get("phases"):
                 record["phases"] = {**record["phases"], "store": round(seconds, 3)}
                 judging.record = record
+                metrics.observe(s, {"store": seconds}, None)
     except Exception as exc:  # the verdict is stored; only this figure is missing
         log.warning("could not record the store time of judging %s: %s", judging_id, exc)
 
