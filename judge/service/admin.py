@@ -143,6 +143,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log_level = "warning" if args.quiet else "info"
     try:
         if args.api_processes > 1:  # each process builds its app from the same settings
+            from judge.service import metrics
+
+            metrics.share_between_processes(config.data_dir / "prometheus")
             serve_processes(args.api_processes, args.host, args.port, log_level, stops)
         elif not stops.count:
             # uvicorn takes SIGTERM/SIGINT while it serves and raises it again once it has

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import (
@@ -173,6 +175,18 @@ def _workers(s: Session) -> Iterator:
                 family.add_metric([worker, str(applied.get("device", ""))], value)
     yield beats
     yield from gpus.values()
+
+
+def share_between_processes(folder: Path) -> None:
+    """Before starting several API processes: their request figures go to files in `folder`
+    (emptied now) and every scrape sums them (prometheus-client's multiprocess mode; the
+    variable must be set before those processes import the library). An operator's own
+    PROMETHEUS_MULTIPROC_DIR is kept."""
+    if os.environ.get(MULTIPROCESS_ENV):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    os.environ[MULTIPROCESS_ENV] = str(folder)
 
 
 def exposition(session_factory) -> bytes:
