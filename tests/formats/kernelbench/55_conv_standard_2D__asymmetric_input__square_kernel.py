@@ -1,3 +1,4 @@
+# KernelBench level1/55_conv_standard_2D__asymmetric_input__square_kernel.py (ScalingIntelligence/KernelBench, MIT licence), verbatim below this line: an importer test input
 import torch
 import torch.nn as nn
 

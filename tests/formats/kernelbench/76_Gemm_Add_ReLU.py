@@ -1,3 +1,4 @@
+# In the style of KernelBench level2 (ScalingIntelligence/KernelBench, MIT licence), written for the importer tests
 import torch
 import torch.nn as nn
 
