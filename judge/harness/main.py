@@ -246,8 +246,10 @@ class DeviceError(Exception):
 
 def poison(t: torch.Tensor) -> None:
     """Fill an output so that an unwritten element can never pass the checker: NaN, or the
-    least integer. fp4 has no NaN and every byte is a value: random bytes there, drawn from a
-    generator contestant code cannot reach, so an unwritten element matches only by chance."""
+    least integer. fp4 has no NaN and every byte is a value: random bytes there, from the
+    harness's own generator, so an unwritten element matches only by chance. Contestant code
+    shares this process and can read or seed that generator; knowing the poison does not help
+    it write the answer, which is all the poison guards."""
     if t.dtype in _PACKED:
         noise = torch.randint(0, 256, (t.numel(),), dtype=torch.uint8, generator=_POISON)
         t.view(torch.uint8).view(-1).copy_(noise.to(t.device))
