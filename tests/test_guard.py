@@ -120,3 +120,32 @@ def test_the_opinion_never_parses_beside_the_judgings_own_parsing(monkeypatch):
     guard.harness_names.cache_clear()
     report = GuardRun((PROBLEMS / "fp8_gemm/templates/triton.py").read_text()).report()
     assert not report.error and threads == {threading.current_thread().name}
+
+
+def test_the_opinion_is_in_before_any_call_is_timed(vector_add, cpu, default_sandbox,
+                                                     monkeypatch):
+    """Its child must not share a CPU with a timed call: the report is taken before timing."""
+    import time
+
+    from judge.judging import pipeline
+
+    events = []
+
+    class Recorded(GuardRun):
+        def report(self):
+            events.append(("opinion", time.monotonic()))
+            return super().report()
+
+    timing = pipeline.JudgingRun._time_all
+
+    def recorded_timing(self, *args):
+        events.append(("timing", time.monotonic()))
+        return timing(self, *args)
+
+    monkeypatch.setattr(pipeline, "GuardRun", Recorded)
+    monkeypatch.setattr(pipeline.JudgingRun, "_time_all", recorded_timing)
+    source = (PROBLEMS / "vector_add/templates/torch.py").read_text()
+    result = judge_source(vector_add, source, device=cpu, sandbox=default_sandbox,
+                          options=JudgeOptions(), language="torch")
+    assert result.verdict is Verdict.AC and result.guard["tool"].startswith("kernelguard")
+    assert [name for name, _ in events] == ["opinion", "timing"]

@@ -220,8 +220,10 @@ class JudgingRun:
     # -- stages ----------------------------------------------------------------------------
     def run(self) -> JudgeResult:
         started = time.monotonic()
-        # an extra opinion on Python sources, formed while the judging runs: flags, no verdict
-        opinion = GuardRun(self.source) if self.language.is_python else None
+        # an extra opinion on Python sources, formed while the sandbox starts and the outputs
+        # are checked: flags, no verdict; taken before timing, so that it never shares a CPU
+        # with a timed call
+        self.opinion = GuardRun(self.source) if self.language.is_python else None
         try:
             self._run()
         except ProblemRuntimeError as exc:
@@ -229,10 +231,7 @@ class JudgingRun:
         finally:
             if self.slot is not None:
                 self.slot.close()  # its processes, and the job directory with them
-            if opinion is not None:
-                report = opinion.report()
-                self.result.guard = report.to_dict()
-                self.result.flags += report.flags()
+            self._take_opinion()
             self.result.wall_s = time.monotonic() - started
             self.result.kernel_s = self.kernel_ms / 1000
         return self.result
@@ -340,6 +339,7 @@ class JudgingRun:
             self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
                                                    if t.verdict])
             if self.result.verdict is Verdict.AC and baseline is not None:
+                self._take_opinion()
                 with self._phase("timing"), self._quiet():
                     self._time_all(submission, baseline, tests, cases)
         finally:
@@ -596,6 +596,13 @@ class JudgingRun:
         return merge(reports, tol.matched_ratio)
 
     # -- timing ----------------------------------------------------------------------------
+    def _take_opinion(self) -> None:
+        """KernelGuard's report into the record (waiting for its child if it still runs)."""
+        if self.opinion is not None:
+            report, self.opinion = self.opinion.report(), None
+            self.result.guard = report.to_dict()
+            self.result.flags += report.flags()
+
     def _time_all(self, sub: Contender, base: Contender, tests: list[TestPoint],
                   cases: dict[str, list[TestCase]]) -> None:
         before = gpu_state(self.device)
