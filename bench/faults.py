@@ -173,9 +173,9 @@ def report(faults: list[Fault], submitter: Submitter, url: str, submitted_s: flo
         window = [a for a in submitter.answers if fault.started <= a.at < until]
         failed = [a for a in window if a.status != 202]
         accepting = (max(a.at for a in failed) - fault.started) if failed else 0.0
-        after = sorted(_aware(f) for _, f in finished if f and _aware(f) > fault.ended_wall)
+        after = sorted(aware(f) for _, f in finished if f and aware(f) > fault.ended_wall)
         judging = (after[0] - fault.started_wall).total_seconds() if after else float("nan")
-        flight = [_aware(f) for j, f in finished if j in fault.in_flight and f]
+        flight = [aware(f) for j, f in finished if j in fault.in_flight and f]
         flight_s = (max(flight) - fault.started_wall).total_seconds() if flight else float("nan")
         counts = {kind: sum(1 for a in failed if _kind(a.status) == kind)
                   for kind in ("4xx", "503", "other 5xx", "no answer")}
@@ -219,7 +219,7 @@ def _kind(status: int | None) -> str:
     return "other 5xx" if status >= 500 else "4xx"
 
 
-def _aware(moment: datetime) -> datetime:
+def aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 

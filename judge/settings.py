@@ -74,6 +74,16 @@ class Settings:
                                 "it ends as SE", "service")
     metrics_token: str = setting("KJUDGE_METRICS_TOKEN", "", "the bearer token `GET /metrics` "
                                  "asks for (empty: open to whoever reaches the API)", "service")
+    session_hours: int = setting("KJUDGE_SESSION_HOURS", 12, "a browser's sign-in lasts this "
+                                 "long", "service")
+    login_attempts: int = setting("KJUDGE_LOGIN_ATTEMPTS", 5, "failed sign-ins per name in the "
+                                  "window before it is refused for a while (4 times as many "
+                                  "per address)", "service")
+    login_window_s: int = setting("KJUDGE_LOGIN_WINDOW_S", 900, "the window failed sign-ins "
+                                  "are counted in", "service")
+    secure_cookies: bool = setting("KJUDGE_SECURE_COOKIES", False, "mark the session cookie "
+                                   "Secure (set it when the site is served over HTTPS)",
+                                   "service")
     soft_time_limit_s: int = setting("KJUDGE_SOFT_TIME_LIMIT_S", 1800, "a judging's time limit "
                                      "on a worker (the hard limit is 60 s more)", "service")
     # -- workers and sandboxes ----------------------------------------------------------------

@@ -83,7 +83,7 @@ def cmd_db_import(args: argparse.Namespace) -> int:
 
 def _prepare(config) -> None:
     """Migrations, problems, and a first admin on an empty database."""
-    from judge.service import db, store
+    from judge.service import accounts, db, store
     from judge.service.models import User
 
     db.upgrade(config.database_url)
@@ -92,12 +92,23 @@ def _prepare(config) -> None:
         for slug, issues in invalid.items():
             print(f"problem {slug} not loaded:\n  " + "\n  ".join(issues), file=sys.stderr)
         if s.query(User).count() == 0:
-            _, token = store.create_user(s, "admin", admin=True)
-            token_file = config.data_dir / "admin-token"
-            token_file.parent.mkdir(parents=True, exist_ok=True)
-            token_file.write_text(token + "\n")
-            token_file.chmod(0o600)
-            print(f"created user admin; its token is in {token_file}")
+            password = accounts.generate_password()
+            _, token = accounts.create_user(s, "admin", admin=True, password=password)
+            for name, secret in (("admin-token", token), ("admin-password", password)):
+                owner_only(config.data_dir / name, secret + "\n")
+            print(f"created user admin; its password is in {config.data_dir / 'admin-password'}"
+                  f", its API token in {config.data_dir / 'admin-token'}")
+
+
+def owner_only(path: Path, text: str) -> None:
+    """Write a secret readable by its owner alone, never over an existing file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise CommandError(f"{path} exists: not overwritten (move it away first)") from None
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
 
 
 def require_isolation(insecure: bool) -> None:
@@ -256,7 +267,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return EXIT_OK  # not reached
 
 
-def cmd_user_add(args: argparse.Namespace) -> int:
+def _accounts(action):
+    """Run `action(session)` on the server's database, its refusals as the command's error."""
     from judge.service import db, store
     from judge.settings import settings
 
@@ -264,13 +276,69 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     db.upgrade(config.database_url)
     try:
         with db.session(config.database_url) as s:
-            if args.new_token:
-                token = store.new_token(s, args.name)
-            else:
-                _, token = store.create_user(s, args.name, args.admin)
+            return action(s)
     except store.ServiceError as exc:
         raise CommandError(exc.message) from None
-    print(token)
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    from judge.service import accounts
+
+    def add(s) -> str:
+        if args.new_token:
+            return accounts.replace_tokens(s, accounts.get_user(s, args.name))
+        password = accounts.generate_password() if args.password else None
+        _, token = accounts.create_user(s, args.name, args.admin, args.team, password)
+        return token + (f"\npassword: {password}" if password else "")
+
+    print(_accounts(add))
+    return EXIT_OK
+
+
+def cmd_user_import(args: argparse.Namespace) -> int:
+    from judge.service import accounts, store
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {args.file}: {exc}") from None
+    if args.out and Path(args.out).exists():
+        raise CommandError(f"{args.out} exists: not overwritten (move it away first)")
+
+    def run_import(s):
+        try:
+            rows = accounts.parse_users_csv(text)
+        except store.ServiceError as exc:
+            raise CommandError(f"{args.file}: {exc.message}") from None
+        return accounts.import_users(s, rows, args.skip_existing)
+
+    created = _accounts(run_import)
+    table = accounts.passwords_csv(created)
+    if args.out:
+        owner_only(Path(args.out), table)
+        print(f"created {len(created)} users; their passwords are in {args.out}")
+    else:
+        print(table, end="")
+    return EXIT_OK
+
+
+def cmd_user_reset(args: argparse.Namespace) -> int:
+    from judge.service import accounts
+
+    def reset(s) -> str:
+        password = accounts.generate_password()
+        accounts.set_password(s, accounts.get_user(s, args.name), password)
+        return password
+
+    print(_accounts(reset))
+    return EXIT_OK
+
+
+def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
+    from judge.service import store
+
+    _accounts(lambda s: store.unfreeze(s, store.get_contest(s, args.slug)))
+    print(f"contest {args.slug}: the final board is published")
     return EXIT_OK
 
 
@@ -311,5 +379,23 @@ def register(sub) -> None:
     ua = u.add_parser("add", help="create a user and print its token")
     ua.add_argument("name")
     ua.add_argument("--admin", action="store_true")
-    ua.add_argument("--new-token", action="store_true", help="replace an existing user's token")
+    ua.add_argument("--team", help="the user's team (one board row in a contest with teams)")
+    ua.add_argument("--password", action="store_true", help="also give a generated password")
+    ua.add_argument("--new-token", action="store_true",
+                    help="revoke an existing user's tokens and print a new one")
     ua.set_defaults(func=cmd_user_add)
+    ui = u.add_parser("import", help="create users from a CSV (name[,team][,role][,password]) "
+                                     "and print their passwords")
+    ui.add_argument("file")
+    ui.add_argument("--out", help="write the passwords CSV here (owner-only) instead")
+    ui.add_argument("--skip-existing", action="store_true",
+                    help="leave users that exist as they are (else nothing is created)")
+    ui.set_defaults(func=cmd_user_import)
+    ur = u.add_parser("reset", help="give a user a new generated password (ends its sessions)")
+    ur.add_argument("name")
+    ur.set_defaults(func=cmd_user_reset)
+
+    c = sub.add_parser("contest", help="contests").add_subparsers(dest="action", required=True)
+    cu = c.add_parser("unfreeze", help="publish a frozen contest's final board now")
+    cu.add_argument("slug")
+    cu.set_defaults(func=cmd_contest_unfreeze)

@@ -16,12 +16,11 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi import Path as PathParam
+from fastapi import FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -30,7 +29,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import broker, db, dump, metrics, store
+from judge.service import api_accounts, broker, db, dump, metrics, store
+from judge.service.deps import (
+    AdminDep,
+    Body,
+    IdInPath,
+    OptionalUserDep,
+    RowId,
+    SessionDep,
+    SettingsDep,
+    UserDep,
+)
 from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.settings import Settings, settings
 from judge.verdicts import State
@@ -40,28 +49,6 @@ JANITOR_INTERVAL_S = 5.0
 
 
 # -- request bodies --------------------------------------------------------------------------
-MAX_ID = 2**31 - 1  # the id columns are 32-bit integers: a larger id is a 422, not a 500
-RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
-IdInPath = Annotated[int, PathParam(ge=1, le=MAX_ID)]
-
-
-class Body(BaseModel):
-    """A request body. Its text is text: JSON's escapes can spell a lone UTF-16 surrogate
-    ("\\ud800"), which no database can store (it was a 500)."""
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _encodable(cls, value):
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str):
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise ValueError("text must be valid Unicode (a lone surrogate is not)") \
-                        from None
-        return value
-
-
 class SubmissionIn(Body):
     problem: str
     language: str
@@ -78,18 +65,27 @@ class RejudgeIn(Body):
     since: datetime | None = None
 
 
-class UserIn(Body):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    admin: bool = False
+class ContestFields(Body):
+    """What an organizer sets of a contest (every field optional in a PATCH)."""
 
-
-class ContestIn(Body):
-    slug: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
-    title: str
-    problems: list[str]
+    title: str | None = None
+    problems: list[str] | None = None
     starts_at: datetime | None = None
     ends_at: datetime | None = None
     languages: list[str] | None = None
+    device: str | None = None
+    public: bool | None = Field(None, description="its board is readable without signing in")
+    teams: bool | None = Field(None, description="ranked by the users' teams")
+    freeze_at: datetime | None = Field(None, description="from then, all but organizers see "
+                                       "the board as it stood")
+    thaw_at: datetime | None = Field(None, description="when the final board is published")
+    thaw_after_end_s: int | None = Field(None, ge=0, description="thaw_at = ends_at + this")
+
+
+class ContestIn(ContestFields):
+    slug: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
+    title: str
+    problems: list[str]
     device: str = "cpu"
 
 
@@ -146,43 +142,6 @@ class BodyLimit:
         if length is not None and not length.isdigit():
             return "Content-Length is not a number of bytes"
         return f"the request body is over {self.limit // 1024} KiB"
-
-
-# Dependencies that do no I/O are coroutines: FastAPI runs each plain function dependency in its
-# thread pool, a hop that costs more than these bodies under load.
-async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-def get_session(config: Annotated[Settings, Depends(get_settings)]):
-    with db.session(config.database_url) as s:
-        yield s
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-
-
-def optional_user(s: SessionDep, authorization: Annotated[str | None, Header()] = None):
-    token = authorization.removeprefix("Bearer ").strip() if authorization else None
-    return store.authenticate(s, token)
-
-
-async def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
-    if user is None:
-        raise store.ServiceError(401, "send a valid token: Authorization: Bearer <token> "
-                                        "(kjudge user add NAME prints one)")
-    return user
-
-
-async def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
-    if not user.is_admin:
-        raise store.ServiceError(403, "this needs an admin token")
-    return user
-
-
-UserDep = Annotated[User, Depends(current_user)]
-AdminDep = Annotated[User, Depends(admin_user)]
 
 
 def _janitor(app: FastAPI, stop: threading.Event) -> None:
@@ -336,7 +295,23 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     return view
 
 
+def contest_view(contest: Contest) -> dict:
+    return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
+            "starts_at": contest.starts_at, "ends_at": contest.ends_at,
+            "languages": contest.languages, "device": contest.device, "public": contest.public,
+            "teams": contest.teams, "freeze_at": contest.freeze_at, "thaw_at": contest.thaw_at,
+            "unfrozen_at": contest.unfrozen_at, "frozen": store.contest_frozen(contest),
+            "state": store.contest_state(contest)}
+
+
+def _configure(s: Session, contest: Contest, fields: dict) -> None:
+    for slug in fields.get("problems") or []:
+        store.get_problem(s, slug)
+    store.configure_contest(contest, fields)
+
+
 def _routes(app: FastAPI) -> None:
+    api_accounts.register(app)
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics(config: SettingsDep,
                            authorization: Annotated[str | None, Header()] = None) -> Response:
@@ -353,13 +328,8 @@ def _routes(app: FastAPI) -> None:
     def health() -> dict:
         return {"ok": True}
 
-    @app.get("/api/me")
-    def me(user: UserDep) -> dict:
-        return {"name": user.name, "role": user.role}
-
     @app.get("/api/problems")
-    def problems(s: SessionDep,
-                 user: Annotated[User | None, Depends(optional_user)] = None) -> list[dict]:
+    def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
         rows = s.scalars(select(ProblemRow).where(ProblemRow.active).order_by(ProblemRow.slug))
         stats = store.problem_stats(s, user)
         return [{"slug": p.slug, "title": p.title, "languages": p.languages,
@@ -425,7 +395,7 @@ def _routes(app: FastAPI) -> None:
                          limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
         query = store.with_results(select(Submission)).order_by(Submission.id.desc())
         if not user.is_admin:
-            query = query.where(Submission.user_id == user.id)
+            query = query.where(store.readable_by(user))
         elif user_name:
             query = query.join(User).where(User.name == user_name)
         if problem:
@@ -456,12 +426,32 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,
-                    user: Annotated[User | None, Depends(optional_user)] = None) -> dict:
-        found = store.results(s, store.get_contest(s, contest) if contest else None)
-        mine = next((r for r in found.board["rows"] if user and r["user"] == user.name), None)
-        me = {"rank": mine["rank"], "total": mine["total"]} if mine else None
-        # the board encoded once per change of the results, this reader's rank in front
-        body = b'{"me":' + json.dumps(me).encode() + b"," + found.board_json[1:]
+                    user: OptionalUserDep = None) -> Response:
+        """A contest's board (readable signed out when the contest is public), or without
+        `contest` every submission's (signed-in users). While a contest is frozen, all but
+        organizers get it as it stood at the freeze, with the submissions pending since, and
+        their own current results in `me.live`."""
+        chosen = store.get_contest(s, contest) if contest else None
+        if user is None and not (chosen is not None and chosen.public):
+            raise store.ServiceError(401, "sign in to see this board (only public contests' "
+                                          "boards are open to visitors)")
+        admin = user is not None and user.is_admin
+        found = store.results(s, chosen, live=admin)
+        shown = "frozen" if "frozen_at" in found.board else "live"
+        me = None
+        if user is not None:
+            key = store.row_key(chosen, user.name, user.team)
+            mine = next((r for r in found.board["rows"] if r["name"] == key), None)
+            me = {"name": key, "rank": mine["rank"] if mine else None,
+                  "total": mine["total"] if mine else 0.0}
+            if shown == "frozen":
+                live = store.results(s, chosen, live=True).board["rows"]
+                now = next((r for r in live if r["name"] == key), None)
+                me["live"] = {"total": now["total"] if now else 0.0,
+                              "problems": now["problems"] if now else {}}
+        head = {"me": me, "shown": shown, "contest": contest}
+        # the board encoded once per change of the results, this reader's part in front
+        body = json.dumps(head).encode()[:-1] + b"," + found.board_json[1:]
         return Response(body, media_type="application/json")
 
     @app.post("/api/rejudge", status_code=202)
@@ -489,31 +479,37 @@ def _routes(app: FastAPI) -> None:
         return {"queues": queues,
                 "workers": [{"name": w, "last_seen": seen} for w, seen in workers]}
 
-    @app.post("/api/users", status_code=201)
-    def add_user(body: UserIn, s: SessionDep, _admin: AdminDep) -> dict:
-        user, token = store.create_user(s, body.name, body.admin)
-        return {"name": user.name, "role": user.role, "token": token}
-
-    @app.get("/api/users")
-    def users(s: SessionDep, _admin: AdminDep) -> list[dict]:
-        return [{"name": u.name, "role": u.role, "created_at": u.created_at}
-                for u in s.scalars(select(User).order_by(User.id))]
-
     @app.post("/api/contests", status_code=201)
     def add_contest(body: ContestIn, s: SessionDep, _admin: AdminDep) -> dict:
-        for slug in body.problems:
-            store.get_problem(s, slug)
         if s.scalar(select(Contest).where(Contest.slug == body.slug)):
             raise store.ServiceError(409, f"contest {body.slug} exists")
-        s.add(Contest(**body.model_dump()))
+        contest = Contest(slug=body.slug)
+        _configure(s, contest, body.model_dump(exclude={"slug"}, exclude_none=True))
+        s.add(contest)
         return {"slug": body.slug}
+
+    @app.patch("/api/contests/{slug}")
+    def change_contest(slug: str, body: ContestFields, s: SessionDep, _admin: AdminDep) -> dict:
+        """Change the fields sent; a time sent as null is cleared."""
+        contest = store.get_contest(s, slug)
+        sent = body.model_dump(exclude_unset=True)
+        clearable = {c.name for c in Contest.__table__.columns if c.nullable}
+        for name, value in sent.items():
+            if value is None and name not in clearable:
+                raise store.ServiceError(422, f"{name} cannot be cleared")
+        _configure(s, contest, sent)
+        return contest_view(contest)
+
+    @app.post("/api/contests/{slug}/unfreeze")
+    def unfreeze_contest(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
+        """Publish the final board now (before its thaw time)."""
+        contest = store.get_contest(s, slug)
+        store.unfreeze(s, contest)
+        return contest_view(contest)
 
     @app.get("/api/contests")
     def contests(s: SessionDep) -> list[dict]:
-        return [{"slug": c.slug, "title": c.title, "problems": c.problems,
-                 "starts_at": c.starts_at, "ends_at": c.ends_at,
-                 "state": store.contest_state(c)}
-                for c in s.scalars(select(Contest).order_by(Contest.id))]
+        return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))]
 
     @app.get("/api/export")
     def export(s: SessionDep, _admin: AdminDep, format: str = "json"):

@@ -141,12 +141,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     params = {"contest": args.contest} if args.contest else {}
     board = _client(args).call("GET", "/api/leaderboard", params=params).json()
     problems = board["problems"]
-    if board.get("me"):
-        print(f"my rank {board['me']['rank']}  my total {board['me']['total']:.2f}")
-    print(f"{'rank':>4} {'user':<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
+    if board.get("frozen_at"):
+        print(f"frozen at {board['frozen_at']}: the board as it stood then")
+    me = board.get("me")
+    if me:
+        live = f"  (now {me['live']['total']:.2f})" if me.get("live") else ""
+        print(f"my rank {me['rank'] or '-'}  my total {me['total']:.2f}{live}")
+    who = "team" if board.get("teams") else "user"
+    print(f"{'rank':>4} {who:<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
     for row in board["rows"]:
         cells = " ".join(f"{row['problems'].get(p, 0):>12.2f}" for p in problems)
-        print(f"{row['rank']:>4} {row['user'][:16]:<16} {row['total']:>9.2f} {cells}")
+        print(f"{row['rank']:>4} {row['name'][:16]:<16} {row['total']:>9.2f} {cells}")
     return EXIT_OK
 
 

@@ -42,12 +42,56 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     role: Mapped[str] = mapped_column(String(16), default="contestant")  # contestant | admin
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # argon2id (judge/service/accounts.py); None: no password set, only API tokens sign in
+    password_hash: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # teammates share submissions and one row on the board of a contest with `teams`
+    team: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+
+class ApiToken(Base):
+    """A user's API token for the CLI and scripts (several per user, each revocable); only its
+    SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    user: Mapped[User] = relationship()
+
+
+class WebSession(Base):
+    """A browser's signed-in session (the `kj_session` cookie); only its SHA-256 is stored."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    user: Mapped[User] = relationship()
+
+
+class LoginFailure(Base):
+    """A failed sign-in, kept for the rate limit (rows: every API process sees them)."""
+
+    __tablename__ = "login_failures"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), index=True)
+    address: Mapped[str] = mapped_column(String(64), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
 
 class ProblemRow(Base):
@@ -81,6 +125,13 @@ class Contest(Base):
     problems: Mapped[list] = mapped_column(JSON, default=list)  # problem slugs, in order
     languages: Mapped[list | None] = mapped_column(JSON, nullable=True)  # None: the problem's
     device: Mapped[str] = mapped_column(String(64), default="cpu")  # queue: cpu, cuda.h100, …
+    public: Mapped[bool] = mapped_column(Boolean, default=False)  # board readable signed out
+    teams: Mapped[bool] = mapped_column(Boolean, default=False)  # ranked by users' teams
+    # from freeze_at, all but organizers see the board as it stood; it thaws at thaw_at, or when
+    # an organizer publishes it (unfrozen_at)
+    freeze_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    thaw_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    unfrozen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Rejudge(Base):

@@ -8,7 +8,6 @@ finishes exactly once even when a worker dies and another picks it up.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import secrets
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import and_, case, func, or_, select, true, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 import judge
@@ -59,44 +58,14 @@ def seconds_between(earlier: datetime | None, later: datetime | None) -> float |
     """Seconds from one stored moment to another (None when either is missing)."""
     if earlier is None or later is None:
         return None
-    return max((_aware(later) - _aware(earlier)).total_seconds(), 0.0)
+    return max((aware(later) - aware(earlier)).total_seconds(), 0.0)
 
 
-def _aware(moment: datetime | None) -> datetime | None:
+def aware(moment: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes: they are UTC."""
     if moment is not None and moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
     return moment
-
-
-# -- users ---------------------------------------------------------------------------------
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def create_user(s: Session, name: str, admin: bool = False) -> tuple[User, str]:
-    if s.scalar(select(User).where(User.name == name)):
-        raise ServiceError(409, f"user {name!r} already exists")
-    token = "kj_" + secrets.token_urlsafe(24)
-    user = User(name=name, role="admin" if admin else "contestant", token_hash=hash_token(token))
-    s.add(user)
-    s.flush()
-    return user, token
-
-
-def new_token(s: Session, name: str) -> str:
-    user = s.scalar(select(User).where(User.name == name))
-    if user is None:
-        raise ServiceError(404, f"no user {name!r}")
-    token = "kj_" + secrets.token_urlsafe(24)
-    user.token_hash = hash_token(token)
-    return token
-
-
-def authenticate(s: Session, token: str | None) -> User | None:
-    if not token:
-        return None
-    return s.scalar(select(User).where(User.token_hash == hash_token(token)))
 
 
 # -- problems and contests -------------------------------------------------------------------
@@ -135,11 +104,32 @@ def get_problem(s: Session, slug: str) -> ProblemRow:
 
 def contest_state(contest: Contest, now: datetime | None = None) -> str:
     now = now or utcnow()
-    if contest.starts_at and now < _aware(contest.starts_at):
+    if contest.starts_at and now < aware(contest.starts_at):
         return "not_started"
-    if contest.ends_at and now >= _aware(contest.ends_at):
+    if contest.ends_at and now >= aware(contest.ends_at):
         return "ended"
     return "running"
+
+
+CONTEST_TIMES = ("starts_at", "freeze_at", "ends_at", "thaw_at")  # in the order they must come
+
+
+def configure_contest(contest: Contest, fields: dict) -> None:
+    """Set a contest's fields (a new one's, or a PATCH's); `thaw_after_end_s` sets `thaw_at`
+    from the end. Its times must come in order: start < freeze < end <= thaw."""
+    thaw_after = fields.pop("thaw_after_end_s", None)
+    for name, value in fields.items():
+        setattr(contest, name, value)
+    if thaw_after is not None:
+        if contest.ends_at is None:
+            raise ServiceError(422, "thaw_after_end_s counts from ends_at: set ends_at too")
+        contest.thaw_at = aware(contest.ends_at) + timedelta(seconds=thaw_after)
+    times = [(name, aware(getattr(contest, name))) for name in CONTEST_TIMES
+             if getattr(contest, name) is not None]
+    for (first, a), (then, b) in zip(times, times[1:]):
+        if b < a or (b == a and then != "thaw_at"):
+            raise ServiceError(422, f"{then} must come after {first}: the times go "
+                                    + " < ".join(CONTEST_TIMES).replace("< thaw", "<= thaw"))
 
 
 def get_contest(s: Session, slug: str) -> Contest:
@@ -231,8 +221,9 @@ def latest_judging(submission: Submission) -> JudgingRow | None:
 
 
 def get_submission(s: Session, user: User, submission_id: int) -> Submission:
-    submission = s.get(Submission, submission_id)
-    if submission is None or (submission.user_id != user.id and not user.is_admin):
+    submission = s.scalar(select(Submission).where(Submission.id == submission_id,
+                                                   readable_by(user)))
+    if submission is None:
         raise ServiceError(404, f"no submission {submission_id}")
     return submission
 
@@ -359,8 +350,8 @@ def unpublished(s: Session, settings: Settings, broker_counts: dict[str, int]) -
     for queue, judgings in by_queue.items():
         lost = broker_counts.get(queue, 0) < len(judgings)
         for j in judgings:  # a judging stored a moment ago is being published by its API
-            if (j.enqueued_at is None and _aware(j.queued_at) < quiet) or (
-                    lost and j.enqueued_at is not None and _aware(j.enqueued_at) < quiet):
+            if (j.enqueued_at is None and aware(j.queued_at) < quiet) or (
+                    lost and j.enqueued_at is not None and aware(j.enqueued_at) < quiet):
                 out.append(Enqueue(j.id, j.queue, j.rejudge_id is not None))
     return out
 
@@ -431,17 +422,77 @@ def review_list(s: Session, limit: int = 200) -> list[tuple[Submission, JudgingR
     return [(submission, judging) for submission, judging in s.execute(query)]
 
 
-def current_accepted(s: Session, contest: Contest | None = None):
-    """(user id, user name, problem slug, score, submitted at) of every submission whose current
-    judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
-    leaderboard and the problem list count. One aggregate query over the judgings, instead of
-    loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
+def contest_frozen(contest: Contest, now: datetime | None = None) -> bool:
+    """Whether all but organizers see the contest's board as it stood at its freeze: from
+    `freeze_at` until `thaw_at` or until an organizer publishes it (`unfreeze`)."""
+    now = now or utcnow()
+    return (contest.freeze_at is not None and now >= aware(contest.freeze_at)
+            and contest.unfrozen_at is None
+            and (contest.thaw_at is None or now < aware(contest.thaw_at)))
+
+
+def frozen_cuts(s: Session) -> tuple[tuple[int, datetime], ...]:
+    """(contest id, freeze time) of every contest frozen now: what boards and solver counts
+    leave out for all but organizers, whichever board they read."""
+    contests = s.scalars(select(Contest).where(Contest.freeze_at.is_not(None),
+                                               Contest.unfrozen_at.is_(None))).all()
+    return tuple((c.id, aware(c.freeze_at)) for c in contests if contest_frozen(c))
+
+
+def unfreeze(s: Session, contest: Contest) -> None:
+    """Publish the final board now."""
+    if contest.freeze_at is None:
+        raise ServiceError(409, f"contest {contest.slug} has no freeze")
+    contest.unfrozen_at = utcnow()
+
+
+def readable_by(user: User):
+    """The one rule of whose sources a user reads (a condition on Submission): organizers all,
+    others their own, and in a contest ranked by teams their teammates' made in it."""
+    if user.is_admin:
+        return true()
+    own = Submission.user_id == user.id
+    if not user.team:
+        return own
+    teammates = select(User.id).where(User.team == user.team)
+    team_contests = select(Contest.id).where(Contest.teams.is_(True))
+    return or_(own, and_(Submission.user_id.in_(teammates),
+                         Submission.contest_id.in_(team_contests)))
+
+
+def _in_contest(query, contest: Contest, before: datetime | None = None):
+    query = query.where(Submission.contest_id == contest.id)
+    if contest.starts_at:
+        query = query.where(Submission.created_at >= contest.starts_at)
+    if contest.ends_at:
+        query = query.where(Submission.created_at < contest.ends_at)
+    if before is not None:
+        query = query.where(Submission.created_at < before)
+    return query
+
+
+def _cut(query, cuts: tuple[tuple[int, datetime], ...]):
+    for contest_id, freeze_at in cuts:
+        query = query.where(or_(Submission.contest_id.is_(None),
+                                Submission.contest_id != contest_id,
+                                Submission.created_at < freeze_at))
+    return query
+
+
+def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
+                     cuts: tuple[tuple[int, datetime], ...] = ()):
+    """(user id, user name, team, problem slug, score, submitted at) of every submission whose
+    current judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
+    leaderboard and the problem list count; only those made before `before`, and none of a
+    frozen contest's since its freeze (`cuts`). One aggregate query over the judgings, instead
+    of loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
     done = JudgingRow.state == DONE
     latest = (select(JudgingRow.submission_id,
                      func.max(case((JudgingRow.verdict != "SE", JudgingRow.id))).label("real"),
                      func.max(JudgingRow.id).label("any"))
               .where(done).group_by(JudgingRow.submission_id).subquery())
-    query = (select(User.id, User.name, ProblemRow.slug, JudgingRow.score, Submission.created_at)
+    query = (select(User.id, User.name, User.team, ProblemRow.slug, JudgingRow.score,
+                    Submission.created_at)
              .select_from(latest)
              .join(JudgingRow, JudgingRow.id == func.coalesce(latest.c.real, latest.c.any))
              .join(Submission, Submission.id == latest.c.submission_id)
@@ -450,12 +501,31 @@ def current_accepted(s: Session, contest: Contest | None = None):
              .where(JudgingRow.verdict == "AC")
              .order_by(Submission.created_at, Submission.id))
     if contest is not None:
-        query = query.where(Submission.contest_id == contest.id)
-        if contest.starts_at:
-            query = query.where(Submission.created_at >= contest.starts_at)
-        if contest.ends_at:
-            query = query.where(Submission.created_at < contest.ends_at)
-    return s.execute(query).all()
+        query = _in_contest(query, contest, before)
+    return s.execute(_cut(query, cuts)).all()
+
+
+def pending_since(s: Session, contest: Contest) -> dict[str, dict[str, int]]:
+    """Per board row (user, or team) and problem: submissions made since the freeze, whose
+    results the frozen board does not show."""
+    query = _in_contest(select(User.name, User.team, ProblemRow.slug, func.count(Submission.id))
+                        .join(User, User.id == Submission.user_id)
+                        .join(ProblemRow, ProblemRow.id == Submission.problem_id), contest)
+    query = query.where(Submission.created_at >= contest.freeze_at).group_by(
+        User.name, User.team, ProblemRow.slug)
+    pending: dict[str, dict[str, int]] = {}
+    for name, team, slug, count in s.execute(query):
+        row = pending.setdefault(row_key(contest, name, team), {})
+        row[slug] = row.get(slug, 0) + count
+    return pending
+
+
+def row_key(contest: Contest | None, name: str, team: str | None) -> str:
+    """The board row a user's results count in: the team's in a contest ranked by teams."""
+    return (team or name) if contest is not None and contest.teams else name
+
+
+SERIES_ROWS = 10  # the leading rows whose total over time the board carries (the page's chart)
 
 
 @dataclass
@@ -471,70 +541,99 @@ class Results:
     @cached_property
     def board_json(self) -> bytes:
         """The board as JSON, encoded once (~3 ms for 200 teams here, more than the rest of a
-        request); the API adds each reader's own rank in front."""
+        request); the API adds each reader's own part in front."""
         return json.dumps(self.board, separators=(",", ":"), allow_nan=False).encode()
 
 
-_RESULTS: dict[tuple, Results] = {}  # (database, contest id) -> the latest computed
+_RESULTS: dict[tuple, Results] = {}  # (database, contest id, view) -> the latest computed
 _RESULTS_LOCK = threading.Lock()
 
 
-def results(s: Session, contest: Contest | None = None) -> Results:
+def results(s: Session, contest: Contest | None = None, live: bool = True) -> Results:
     """The results as they stand, recomputed only when they changed: every page polls the
     leaderboard, which costs one aggregate over all judgings (~80 ms at 10,000 submissions on
     this VM) against one counter row that every judging's end moves in its own transaction
-    (`results_changed`); the problem set and the contest's own settings are part of the key."""
+    (`results_changed`); the problem set and the contest's own settings are part of the key.
+
+    `live=False` is what all but organizers see: a frozen contest's board as it stood at its
+    freeze (with the submissions pending since), and no board or count showing what frozen
+    contests' submissions did since their freeze."""
     problems = tuple(contest.problems if contest else sorted(
         s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
-    window = (contest.id, contest.starts_at, contest.ends_at) if contest else None
-    key = (results_version(s), problems, window)
-    cache_key = (str(s.get_bind().url), contest.id if contest else None)
+    window = (contest.id, contest.starts_at, contest.ends_at, contest.teams) if contest else None
+    cuts = () if live else frozen_cuts(s)
+    frozen = contest is not None and any(cid == contest.id for cid, _ in cuts)
+    # a frozen board counts the submissions pending since the freeze: new ones change it too
+    newest = s.scalar(select(func.max(Submission.id))) if frozen else None
+    key = (results_version(s), problems, window, cuts, newest)
+    cache_key = (str(s.get_bind().url), contest.id if contest else None, live)
     with _RESULTS_LOCK:
         cached = _RESULTS.get(cache_key)
     if cached is not None and cached.key == key:
         return cached
-    computed = _compute_results(key, list(problems), current_accepted(s, contest))
+    accepted = current_accepted(s, contest, cuts=() if frozen else cuts,
+                                before=aware(contest.freeze_at) if frozen else None)
+    computed = _compute_results(key, contest, list(problems), accepted)
+    if frozen:
+        computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
+        pending = pending_since(s, contest)
+        for row in computed.board["rows"]:
+            row["pending"] = pending.get(row["name"], {})
     with _RESULTS_LOCK:
         _RESULTS[cache_key] = computed
     return computed
 
 
-def _compute_results(key: tuple, problems: list[str], accepted) -> Results:
-    """Per user: best valid AC score per problem (across languages), total, and rank.
+def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
+                     accepted) -> Results:
+    """Per row (a user, or a team in a contest ranked by teams): best valid AC score per
+    problem (across languages and members), total, rank, and for the leading rows the total
+    over time.
 
     Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
     the total was first reached (the latest of the per-problem first-best times).
     """
     best: dict[str, dict[str, tuple[float, datetime]]] = {}
+    members: dict[str, set[str]] = {}
+    series: dict[str, list] = {}
     solvers: dict[str, set[int]] = {}
     by_user: dict[int, dict[str, float]] = {}
-    for user_id, name, slug, score, created_at in accepted:
+    for user_id, name, team, slug, score, created_at in accepted:
         solvers.setdefault(slug, set()).add(user_id)
         mine = by_user.setdefault(user_id, {})
         mine[slug] = max(mine.get(slug, 0.0), score)
         if slug not in problems:
             continue
-        per_user = best.setdefault(name, {})
-        previous = per_user.get(slug)
+        row = row_key(contest, name, team)
+        members.setdefault(row, set()).add(name)
+        per_row = best.setdefault(row, {})
+        previous = per_row.get(slug)
         if previous is None or score > previous[0]:
-            per_user[slug] = (score, _aware(created_at))
+            per_row[slug] = (score, aware(created_at))
+            total = sum(score for score, _ in per_row.values())
+            series.setdefault(row, []).append([aware(created_at).isoformat(), total])
     rows = []
-    for user, scores in best.items():
+    for name, scores in best.items():
         total = sum(score for score, _ in scores.values())
         reached = max(moment for _, moment in scores.values())
-        rows.append({"user": user, "total": total, "reached_at": reached,
-                     "problems": {p: scores[p][0] for p in problems if p in scores}})
-    rows.sort(key=lambda r: (-r["total"], r["reached_at"], r["user"]))
+        row = {"name": name, "total": total, "reached_at": reached,
+               "problems": {p: scores[p][0] for p in problems if p in scores}}
+        if contest is not None and contest.teams:
+            row["members"] = sorted(members[name])
+        rows.append(row)
+    rows.sort(key=lambda r: (-r["total"], r["reached_at"], r["name"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
         row["reached_at"] = row["reached_at"].isoformat()  # ready for json.dumps as it is
-    return Results(key, {"problems": problems, "rows": rows},
-                   {slug: len(users) for slug, users in solvers.items()}, by_user)
+        if rank <= SERIES_ROWS:
+            row["series"] = series[row["name"]]
+    board = {"problems": problems, "rows": rows, "teams": bool(contest and contest.teams)}
+    return Results(key, board, {slug: len(users) for slug, users in solvers.items()}, by_user)
 
 
 def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
     """Per problem: how many users have an accepted submission, and this user's best score."""
-    found = results(s)
+    found = results(s, live=user is not None and user.is_admin)
     mine = found.best.get(user.id, {}) if user is not None else {}
     return {slug: {"solvers": count, "best_score": mine.get(slug)}
             for slug, count in found.solvers.items()}

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from judge.judging.record import JudgeResult, TestReport
-from judge.service import db, store
+from judge.service import accounts, db, store
 from judge.service.api import create_app
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
@@ -23,9 +23,9 @@ TESTS = [
 def api(config):
     with db.session(config.database_url) as s:
         store.sync_problems(s, config)
-        _, admin = store.create_user(s, "root", admin=True)
-        _, alice = store.create_user(s, "alice")
-        _, bob = store.create_user(s, "bob")
+        _, admin = accounts.create_user(s, "root", admin=True)
+        _, alice = accounts.create_user(s, "alice")
+        _, bob = accounts.create_user(s, "bob")
     client = TestClient(create_app(config, janitor=False))
     client.tokens = {"admin": admin, "alice": alice, "bob": bob}
     client.config = config
@@ -125,7 +125,7 @@ def test_problem_page_data(api):
 def test_rejudge_history_and_leaderboard(api):
     first = post_submission(api).json()
     finish(api, first["judging_id"], "WA", 0)
-    board = api.get("/api/leaderboard").json()
+    board = api.get("/api/leaderboard", headers=auth(api, "bob")).json()
     assert board["rows"] == []
     started = api.post("/api/rejudge", json={"problem": "vector_add", "reason": "fixed baseline"},
                        headers=auth(api, "admin"))
@@ -137,8 +137,8 @@ def test_rejudge_history_and_leaderboard(api):
     progress = api.get(f"/api/rejudge/{started.json()['id']}", headers=auth(api, "admin")).json()
     assert progress["done"] == 1 and progress["pending"] == 0
     board = api.get("/api/leaderboard", headers=auth(api, "alice")).json()
-    assert board["rows"][0]["user"] == "alice" and board["rows"][0]["total"] == 150
-    assert board["me"] == {"rank": 1, "total": 150}
+    assert board["rows"][0]["name"] == "alice" and board["rows"][0]["total"] == 150
+    assert board["me"] == {"name": "alice", "rank": 1, "total": 150}
 
 
 def test_queue_users_contests_and_export(api):

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from judge.judging.record import JudgeResult
-from judge.service import db, store, worker
+from judge.service import accounts, db, store, worker
 from judge.service.models import JudgingRow
 from judge.settings import Settings
 from judge.verdicts import Verdict
@@ -32,7 +32,7 @@ def test_a_result_is_stored_once_a_restarting_database_is_back(private_postgres,
     db.upgrade(pg.url)
     with db.session(pg.url) as s:
         store.sync_problems(s, config)
-        user, _ = store.create_user(s, "alice")
+        user, _ = accounts.create_user(s, "alice")
         _, work = store.submit(s, config, user, "vector_add", "cpp", "int x;")
     with db.session(pg.url) as s:
         token = store.claim(s, work.judging_id, "w:1:cpu")
@@ -55,7 +55,7 @@ def test_the_api_answers_503_with_a_retry_while_the_database_is_down(private_pos
                       broker_url=f"sqla+sqlite:///{tmp_path}/broker.db")
     db.upgrade(pg.url)
     with db.session(pg.url) as s:
-        _, token = store.create_user(s, "alice")
+        _, token = accounts.create_user(s, "alice")
     api = TestClient(create_app(config, janitor=False), raise_server_exceptions=False)
     headers = {"Authorization": f"Bearer {token}"}
     assert api.get("/api/me", headers=headers).status_code == 200

@@ -8,7 +8,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from judge.service import db, dump, store
+from judge.service import accounts, db, dump, store
 from judge.service.models import Base, Contest
 from tests.server.conftest import _postgres_database
 from tests.server.test_service import finish_with, submit
@@ -31,9 +31,9 @@ def target_url(database_url, tmp_path):
 
 def _contest_with_history(s, config) -> str:
     store.sync_problems(s, config)
-    admin, _ = store.create_user(s, "root", admin=True)
-    alice, alice_token = store.create_user(s, "alice")
-    bob, _ = store.create_user(s, "bob")
+    admin, _ = accounts.create_user(s, "root", admin=True)
+    alice, alice_token = accounts.create_user(s, "alice")
+    bob, _ = accounts.create_user(s, "bob")
     s.add(Contest(slug="c1", title="C", problems=["vector_add", "softmax"], device="cpu"))
     s.commit()
     _, w1 = submit(s, config, alice)
@@ -69,11 +69,11 @@ def test_a_dump_loads_into_an_empty_database_with_the_same_leaderboard(s, config
     assert _rows(target_url) == _rows(config.database_url)
     with db.session(target_url) as t:
         assert store.results(t).board == board
-        assert [r["user"] for r in board["rows"]][:2] == ["alice", "bob"]
-        assert store.authenticate(t, token).name == "alice"  # tokens keep working
+        assert [r["name"] for r in board["rows"]][:2] == ["alice", "bob"]
+        assert accounts.user_by_token(t, token).name == "alice"  # tokens keep working
         assert store.rejudge_progress(t, 1)["total"] == 1
         # new rows get new ids (PostgreSQL's sequences were moved past the imported ones)
-        user, _ = store.create_user(t, "carol")
+        user, _ = accounts.create_user(t, "carol")
         t.flush()
         assert user.id == 4
 

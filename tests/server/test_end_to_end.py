@@ -63,7 +63,7 @@ def test_http_submit_through_redis_worker_to_leaderboard_and_rejudge(stack_facto
     wrong = stack.verdict(bob, bad)
     assert wrong["verdict"] == "WA" and wrong["tests"][0]["mismatches"] == 1
     board = stack.call("GET", "/api/leaderboard", alice).json()
-    assert [r["user"] for r in board["rows"]] == ["alice"] and board["me"]["rank"] == 1
+    assert [r["name"] for r in board["rows"]] == ["alice"] and board["me"]["rank"] == 1
     # a rejudge of the problem keeps the old judgings and the leaderboard follows the new ones
     rejudge = stack.call("POST", "/api/rejudge", stack.admin,
                          json={"problem": "vector_add", "reason": "new baseline"}).json()

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
-from judge.service import db, store
+from judge.service import accounts, db, store
 from judge.service.api import admin_user, body_limit, create_app
 from judge.service.models import User
 from judge.settings import Settings
@@ -30,8 +30,8 @@ def served(tmp_path_factory):
     db.upgrade(config.database_url)
     with db.session(config.database_url) as s:
         store.sync_problems(s, config)
-        _, admin = store.create_user(s, "root", admin=True)
-        _, alice = store.create_user(s, "alice")
+        _, admin = accounts.create_user(s, "root", admin=True)
+        _, alice = accounts.create_user(s, "alice")
     app = create_app(config, janitor=False)
     return app, {"admin": admin, "contestant": alice}
 
@@ -119,7 +119,7 @@ def test_every_admin_route_refuses_a_contestant(served):
 def test_a_token_shows_its_own_user_and_nobody_elses_submissions(served):
     api = client(served)
     with db.session(served[0].state.settings.database_url) as s:
-        _, bob = store.create_user(s, f"bob{len(list(s.scalars(select(User))))}")
+        _, bob = accounts.create_user(s, f"bob{len(list(s.scalars(select(User))))}")
     body = {"problem": "vector_add", "language": "cpp", "source": "int x;"}
     created = api.post("/api/submissions", json=body, headers=bearer(served, "contestant"))
     assert created.status_code == 202, created.text

@@ -78,14 +78,14 @@ def test_histograms_count_in_both_databases_and_the_dashboard_reads_only_what_is
     from fastapi.testclient import TestClient
 
     from judge.judging.record import JudgeResult
-    from judge.service import db, store
+    from judge.service import accounts, db, store
     from judge.service.api import create_app
     from judge.verdicts import Verdict
     from tests.conftest import ROOT
 
     with db.session(config.database_url) as s:
         store.sync_problems(s, config)
-        user, _ = store.create_user(s, "carol")
+        user, _ = accounts.create_user(s, "carol")
         _, work = store.submit(s, config, user, "vector_add", "cpp", AC.read_text())
         judging = work.judging_id
     with db.session(config.database_url) as s:

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import func, select
 
 from judge.judging.record import JudgeResult
-from judge.service import store
-from judge.service.models import Contest, JudgingRow, utcnow
+from judge.service import accounts, store
+from judge.service.models import ApiToken, Contest, JudgingRow, utcnow
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
@@ -22,9 +22,9 @@ AC_SOURCE = 'extern "C" void run_kernel(const float* a, const float* b, float* c
 @pytest.fixture
 def world(s, config):
     store.sync_problems(s, config)
-    admin, _ = store.create_user(s, "root", admin=True)
-    alice, alice_token = store.create_user(s, "alice")
-    bob, _ = store.create_user(s, "bob")
+    admin, _ = accounts.create_user(s, "root", admin=True)
+    alice, alice_token = accounts.create_user(s, "alice")
+    bob, _ = accounts.create_user(s, "bob")
     s.commit()
     return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
 
@@ -65,11 +65,12 @@ def test_problems_are_loaded_with_their_version(s, config):
 
 def test_tokens_are_stored_hashed_and_authenticate(s, world):
     token = world["alice_token"]
-    assert store.authenticate(s, token).name == "alice"
-    assert world["alice"].token_hash != token
-    assert store.authenticate(s, "kj_wrong") is None
+    assert accounts.user_by_token(s, token).name == "alice"
+    stored = s.scalars(select(ApiToken.token_hash).where(ApiToken.user_id == world["alice"].id))
+    assert token not in stored.all()
+    assert accounts.user_by_token(s, "kj_wrong") is None
     with pytest.raises(store.ServiceError, match="exists"):
-        store.create_user(s, "alice")
+        accounts.create_user(s, "alice")
 
 
 @pytest.mark.parametrize("kwargs,status", [
@@ -233,7 +234,7 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
     _, w4 = submit(s, config, bob, problem="softmax")
     finish_with(s, w4.judging_id, "AC", 120)  # same total, reached later
     board = store.results(s).board
-    rows = {r["user"]: r for r in board["rows"]}
+    rows = {r["name"]: r for r in board["rows"]}
     assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
     assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
     assert "matmul" in board["problems"]
@@ -291,7 +292,7 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
         current = store.current_judging(submission)
         if current is not None and current.verdict == "AC":
             expected.add((submission.user.name, round(current.score, 9)))
-    got = {(name, round(score, 9)) for _uid, name, _slug, score, _at in
+    got = {(name, round(score, 9)) for _uid, name, _team, _slug, score, _at in
            store.current_accepted(s)}
     assert got == expected and expected
 
@@ -305,14 +306,14 @@ def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
     assert store.results(s).board["rows"] == []
     _, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    assert [r["user"] for r in store.results(s).board["rows"]] == ["alice"]
+    assert [r["name"] for r in store.results(s).board["rows"]] == ["alice"]
     assert store.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
                                                                       "best_score": 100}
     s.query(Counter).delete()
     s.commit()
     _, work = submit(s, config, world["bob"])
     finish_with(s, work.judging_id, "AC", 200)
-    assert [r["user"] for r in store.results(s).board["rows"]] == ["bob", "alice"]
+    assert [r["name"] for r in store.results(s).board["rows"]] == ["bob", "alice"]
     cached = store.results(s)
     assert store.results(s) is cached  # nothing changed: nothing recomputed
 

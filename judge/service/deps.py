@@ -1,0 +1,101 @@
+"""What every API route stands on: request bodies' base, the settings and database session of a
+request, and who is asking (an API token, or a browser's session cookie)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import Depends, Header, Request
+from fastapi import Path as PathParam
+from pydantic import BaseModel, Field, field_validator
+from sqlalchemy.orm import Session
+
+from judge.service import accounts, db
+from judge.service.models import User
+from judge.service.store import ServiceError
+from judge.settings import Settings
+
+MAX_ID = 2**31 - 1  # the id columns are 32-bit integers: a larger id is a 422, not a 500
+RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
+IdInPath = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+SESSION_COOKIE = "kj_session"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class Body(BaseModel):
+    """A request body. Its text is text: JSON's escapes can spell a lone UTF-16 surrogate
+    ("\\ud800") or a NUL ("\\u0000"), which the databases cannot store (each was a 500)."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value):
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("text must be valid Unicode (a lone surrogate is not)") \
+                        from None
+                if "\x00" in text:
+                    raise ValueError("text must not hold a NUL character")
+        return value
+
+
+# Dependencies that do no I/O are coroutines: FastAPI runs each plain function dependency in its
+# thread pool, a hop that costs more than these bodies under load.
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(config: Annotated[Settings, Depends(get_settings)]):
+    with db.session(config.database_url) as s:
+        yield s
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def bearer(authorization: str | None) -> str | None:
+    return authorization.removeprefix("Bearer ").strip() if authorization else None
+
+
+def optional_user(request: Request, s: SessionDep,
+                  authorization: Annotated[str | None, Header()] = None) -> User | None:
+    """An `Authorization: Bearer` API token, else the browser's session cookie. A change asked
+    for with the cookie from another site's page is refused (the cookie is SameSite=Strict
+    already; this holds for browsers that send it anyway)."""
+    token = bearer(authorization)
+    if token:
+        return accounts.user_by_token(s, token)
+    user = accounts.user_by_session(s, request.cookies.get(SESSION_COOKIE))
+    if user is not None and request.method not in SAFE_METHODS and cross_site(request):
+        raise ServiceError(403, "a change signed in by cookie must come from this site's pages")
+    return user
+
+
+def cross_site(request: Request) -> bool:
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return origin is not None and urlsplit(origin).netloc != request.headers.get("host")
+
+
+async def current_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise ServiceError(401, "sign in, or send a valid token: Authorization: Bearer <token> "
+                                "(kjudge user add NAME prints one)")
+    return user
+
+
+async def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
+    if not user.is_admin:
+        raise ServiceError(403, "this needs an organizer's (admin) account")
+    return user
+
+
+OptionalUserDep = Annotated[User | None, Depends(optional_user)]
+UserDep = Annotated[User, Depends(current_user)]
+AdminDep = Annotated[User, Depends(admin_user)]
