@@ -4,7 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: venv system-deps test lint serve demo bench clean
+EDITOR_DIR := judge/web/editor
+EDITOR_JS := judge/web/static/editor.js
+
+.PHONY: venv system-deps editor test lint serve demo bench clean
 
 $(BIN)/kjudge: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,6 +18,15 @@ $(BIN)/kjudge: pyproject.toml
 	touch $@
 
 venv: $(BIN)/kjudge
+
+# the submit form's code editor: CodeMirror 6 from the npm registry, pinned by the lock file,
+# bundled by esbuild into the static files (served with the page, no CDN)
+$(EDITOR_JS): $(EDITOR_DIR)/package-lock.json $(EDITOR_DIR)/editor.js $(EDITOR_DIR)/licenses.js
+	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+	cd $(EDITOR_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+	    && npm run --silent build && node licenses.js
+
+editor: $(EDITOR_JS)
 
 system-deps:
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
@@ -34,11 +46,12 @@ system-deps:
 lint: venv
 	$(BIN)/ruff check .
 
-test: venv system-deps
+test: venv system-deps editor
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 
 serve: venv system-deps
+	@$(MAKE) --no-print-directory editor || echo "the editor was not built (no npm registry?): the submit form is a plain textarea"
 	$(BIN)/kjudge serve
 
 demo: venv system-deps
@@ -50,4 +63,4 @@ bench: venv
 	$(BIN)/python bench/service_load.py --write
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info $(EDITOR_DIR)/node_modules $(EDITOR_JS) judge/web/static/editor.LICENSES.txt

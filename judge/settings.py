@@ -52,7 +52,8 @@ def setting(env: str, default, doc: str, group: str):
 class Settings:
     # -- service ---------------------------------------------------------------------------
     data_dir: Path = setting("KJUDGE_DATA_DIR", Path("var"), "where the embedded SQLite "
-                             "database and broker, and the first admin's token, live", "service")
+                             "database and broker, and the first admin's password and token, "
+                             "live", "service")
     database_url: str = setting("KJUDGE_DATABASE_URL", "", "SQLAlchemy URL (empty: SQLite in "
                                 "the data dir; production `postgresql+psycopg://…`)", "service")
     broker_url: str = setting("KJUDGE_BROKER_URL", "", "Celery broker (empty: SQLite in the data "

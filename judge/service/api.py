@@ -354,6 +354,7 @@ def _routes(app: FastAPI) -> None:
             "slug": row.slug, "title": spec.title, "version": loaded.version,
             "statement": text, "statement_html": render_markdown(text),
             "languages": spec.languages,
+            "lexers": {lang: get_language(lang).lexer for lang in spec.languages},
             "signature": {lang: get_language(lang).declaration(spec.signature)
                           for lang in spec.languages},
             "arguments": signature.describe(spec.signature),

@@ -51,7 +51,8 @@ def test_a_password_opens_a_session_that_sign_out_ends(api):
     signed = sign_in(api)
     assert signed.status_code == 200 and signed.json()["name"] == "alice"
     cookie = signed.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Max-Age=43200" in cookie
+    assert cookie.startswith(SESSION_COOKIE + "=") and "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie and "Max-Age=43200" in cookie
     assert api.get("/api/me").json()["name"] == "alice"
     # the session is usable for changes from the site's own pages
     assert api.post("/api/me/tokens", json={"name": "laptop"}).status_code == 201

@@ -47,33 +47,108 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def sign_in(browser, stack, token, width=1280):
-    page = browser.new_page(viewport={"width": width, "height": 900})
+def new_page(browser, width=1280):
+    """A page in a context of its own: its own cookies, as another person's browser."""
+    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
     page.errors = []
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    page.goto(stack.url + "/")
-    page.wait_for_selector("#token")
+    return page
+
+
+def sign_in(browser, stack, token, width=1280):
+    """Signed in with an API token (the form's alternative to a password)."""
+    page = new_page(browser, width)
+    page.goto(stack.url + "/#/signin")
+    page.click("summary:has-text('API token')")
     page.fill("#token", token)
+    page.click("#token-signin button[type=submit]")
+    page.wait_for_selector("h1:has-text('Problems')")
+    return page
+
+
+def sign_in_with_password(browser, stack, name, password):
+    page = new_page(browser)
+    page.goto(stack.url + "/#/signin")
+    page.fill("#name", name)
+    page.fill("#password", password)
     page.click("#signin button[type=submit]")
     page.wait_for_selector("h1:has-text('Problems')")
     return page
 
 
+def set_source(page, text: str) -> None:
+    """Select all in the code editor and paste `text` over it, as a contestant would."""
+    page.click(".cm-content")
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    if text:
+        page.keyboard.insert_text(text)
+
+
 def submit(page, stack, source: str, language: str) -> None:
     page.goto(stack.url + "/#/problems/vector_add")
-    page.wait_for_selector("#source")
+    page.wait_for_selector(".cm-content")
     page.select_option("#language", language)
-    page.fill("#source", source)
+    set_source(page, source)
     page.click("#submit button[type=submit]")
 
 
-def test_sign_in_rejects_a_bad_token(browser, stack):
-    page = browser.new_page()
+def test_sign_in_rejects_a_wrong_password_and_a_bad_token(browser, stack):
+    page = new_page(browser)
     page.goto(stack.url + "/")
-    page.fill("#token", "kj_wrong")
+    page.fill("#name", "admin")
+    page.fill("#password", "not the password")
     page.click("#signin button[type=submit]")
-    page.wait_for_selector("#signin-error:has-text('not valid')")
+    page.wait_for_selector("#signin-error:has-text('Wrong name or password')")
+    page.click("summary:has-text('API token')")
+    page.fill("#token", "kj_wrong")
+    page.click("#token-signin button[type=submit]")
+    page.wait_for_selector("#token-error:has-text('not valid')")
+    assert page.errors == []
     page.close()
+
+
+def test_accounts_imported_from_csv_sign_in_make_tokens_and_are_reset(browser, stack):
+    password = (stack.tmp / "data" / "admin-password").read_text().strip()
+    organizer = sign_in_with_password(browser, stack, "admin", password)
+    organizer.goto(stack.url + "/#/admin")
+    organizer.click("summary:has-text('Import users')")
+    organizer.fill("#import-text", "name,team\nbad name,blue\n")
+    organizer.click("#import-form button[type=submit]")
+    organizer.wait_for_selector("#import-result .error:has-text('line 2')")
+    organizer.fill("#import-text", "name,team\nzoe,blue\nyuri,blue\n")
+    organizer.click("#import-form button[type=submit]")
+    organizer.wait_for_selector("#imported")
+    row = organizer.locator("#imported tr:has-text('zoe') code")
+    zoe_password = row.inner_text().strip()
+    assert len(zoe_password) == 14 and organizer.locator("a[download='passwords.csv']").count()
+    shot(organizer, "import")
+    # zoe, in a browser of her own
+    zoe = sign_in_with_password(browser, stack, "zoe", zoe_password)
+    assert "kj_session" not in zoe.evaluate("document.cookie")  # HttpOnly: no script reads it
+    zoe.click("#account")
+    zoe.wait_for_selector("#tokens")
+    zoe.fill("#token-name", "laptop")
+    zoe.click("#token-form button[type=submit]")
+    token = zoe.locator("#new-token").inner_text().strip()
+    assert stack.call("GET", "/api/me", token).json()["name"] == "zoe"
+    zoe.click("tr:has-text('laptop') [data-revoke]")
+    zoe.wait_for_selector("tr:has-text('laptop')", state="detached")
+    assert stack.call("GET", "/api/me", token).status_code == 401
+    shot(zoe, "account")
+    # the organizer resets her password: her session ends at her next request
+    organizer.reload()
+    organizer.wait_for_selector("[data-reset='zoe']")
+    organizer.click("[data-reset='zoe']")
+    organizer.wait_for_selector("#user-result code.password")
+    zoe.goto(stack.url + "/#/problems")
+    zoe.reload()
+    zoe.wait_for_selector("#signin")
+    organizer.click("#signout")
+    organizer.wait_for_selector("#signin")
+    organizer.goto(stack.url + "/#/admin")
+    organizer.wait_for_selector("#signin")  # signed out: the page asks to sign in again
+    assert zoe.errors == [] and organizer.errors == []
 
 
 def test_contestant_submits_and_reads_the_reports(browser, stack):
@@ -85,17 +160,31 @@ def test_contestant_submits_and_reads_the_reports(browser, stack):
     page.wait_for_selector("#signature")
     assert 'extern "C" void run_kernel' in page.inner_text("#signature")
     assert "matched_ratio" in page.inner_text("main")
-    # the editor keeps indentation and turns Tab into spaces
-    page.fill("#source", "")
-    page.click("#source")
-    page.keyboard.type("int x;")
-    page.keyboard.press("Tab")
-    assert page.input_value("#source") == "int x;    "
+    # the code editor (CodeMirror, built by make editor): the template is loaded, brackets
+    # close and match, a new line in a block is indented, C++ is highlighted
+    assert page.locator("#source").is_hidden() and "run_kernel" in page.input_value("#source")
+    set_source(page, "")
+    page.keyboard.type("void f() {")
+    page.keyboard.press("Enter")
+    page.keyboard.type("x;")
+    assert page.input_value("#source") == "void f() {\n    x;\n}"
+    assert page.locator(".cm-line span").count() >= 1  # "void" as a keyword
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("End")
+    assert page.locator(".cm-matchingBracket").count() == 2
     shot(page, "problem")
-    # a 4xx answer appears next to the form and the source stays
-    page.fill("#source", "   ")
+    # one click back to the template; switching language on it loads that language's
+    page.click("#use-template")
+    assert 'extern "C"' in page.input_value("#source")
+    page.select_option("#language", "triton")
+    assert "@triton.jit" in page.input_value("#source")
+    # a 4xx answer appears next to the form and the source stays, across a reload too
+    set_source(page, "   ")
     page.click("#submit button[type=submit]")
     page.wait_for_selector("#submit-error:has-text('empty')")
+    assert page.input_value("#source") == "   "
+    page.reload()
+    page.wait_for_selector(".cm-content")
     assert page.input_value("#source") == "   "
     # an accepted submission: the page follows it to its verdict
     submit(page, stack, (VA / "solutions/AC/loop.cpp").read_text(), "cpp")
@@ -175,3 +264,49 @@ def test_phone_width_contest_clock_and_error_pages(browser, stack):
     page.wait_for_selector("h1:has-text('Not found')")
     assert page.errors == []
     page.close()
+
+
+def test_a_frozen_board_seen_by_a_visitor_a_contestant_and_the_organizer(browser, stack):
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "frozen", "title": "Frozen Cup", "problems": ["vector_add"], "public": True,
+        "starts_at": (now - timedelta(hours=1)).isoformat(),
+        "ends_at": (now + timedelta(hours=2)).isoformat()})
+    assert made.status_code == 201, made.text
+    ann, ben = stack.token_for("ann"), stack.token_for("ben")
+    source = (VA / "solutions/AC/loop.cpp").read_text()
+
+    def submit_to_contest(token):
+        response = stack.call("POST", "/api/submissions", token, json={
+            "problem": "vector_add", "language": "cpp", "source": source, "contest": "frozen"})
+        assert response.status_code == 202, response.text
+        return stack.verdict(token, response.json()["id"], timeout=240)
+
+    assert submit_to_contest(ann)["verdict"] == "AC" and submit_to_contest(ben)["verdict"] == "AC"
+    frozen = stack.call("PATCH", "/api/contests/frozen", stack.admin, json={
+        "freeze_at": datetime.now(timezone.utc).isoformat()})
+    assert frozen.status_code == 200 and frozen.json()["frozen"], frozen.text
+    submit_to_contest(ben)  # after the freeze
+    visitor = new_page(browser)
+    visitor.goto(stack.url + "/#/leaderboard")
+    visitor.wait_for_selector("#frozen-note")
+    assert visitor.locator("#board tr:has-text('ben') .pending").inner_text() == "+1?"
+    assert visitor.locator("#score-chart path.series").count() == 2
+    assert "Sign in" in visitor.inner_text("#who")
+    shot(visitor, "leaderboard-frozen")
+    contestant = sign_in(browser, stack, ben)
+    contestant.goto(stack.url + "/#/leaderboard?contest=frozen")
+    contestant.wait_for_selector("#my-live")
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.goto(stack.url + "/#/leaderboard?contest=frozen")
+    organizer.wait_for_selector("#live-note")
+    assert organizer.locator("#board .pending").count() == 0
+    organizer.goto(stack.url + "/#/admin")
+    organizer.click("[data-unfreeze='frozen']")
+    organizer.wait_for_selector("[data-unfreeze='frozen']", state="detached")
+    visitor.reload()
+    visitor.wait_for_selector("#board tr:has-text('ben')")
+    assert visitor.locator("#frozen-note").count() == 0
+    assert visitor.errors == [] and contestant.errors == [] and organizer.errors == []

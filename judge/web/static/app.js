@@ -1,8 +1,8 @@
 // kernel-judge web pages: a single page over the REST API. No external assets.
 "use strict";
 
-const state = { token: localStorage.getItem("kj_token"), name: localStorage.getItem("kj_name"),
-                role: localStorage.getItem("kj_role"), timer: null, clockTimer: null };
+// who is signed in comes from GET /api/me: the session is an HttpOnly cookie scripts never see
+const state = { name: null, role: null, team: null, timer: null, clockTimer: null };
 const $ = (sel, root = document) => root.querySelector(sel);
 const view = () => $("#view");
 
@@ -26,7 +26,6 @@ class ApiError extends Error {
 }
 async function api(path, options = {}) {
   const headers = { ...(options.headers || {}) };
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (options.body && typeof options.body !== "string") {
     headers["Content-Type"] = "application/json";
     options = { ...options, body: JSON.stringify(options.body) };
@@ -36,7 +35,7 @@ async function api(path, options = {}) {
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = text; }
   if (!response.ok) {
-    if (response.status === 401 && state.token) signOut(false);
+    if (response.status === 401 && state.name && path !== "/api/session") forget();
     throw new ApiError(response.status, (data && data.error) || `HTTP ${response.status}`);
   }
   return data;
@@ -58,19 +57,29 @@ function renderHeader() {
                  ["#/leaderboard", "Leaderboard"]];
   if (state.role === "admin") links.push(["#/admin", "Organizer"]);
   const here = location.hash.split("/").slice(0, 2).join("/");
-  $("#nav").innerHTML = state.token ? links.map(([href, label]) =>
-    `<a href="${href}" class="${here === href ? "active" : ""}">${label}</a>`).join("") : "";
-  $("#who").innerHTML = state.token
-    ? `${esc(state.name)} <button class="secondary" id="signout">Sign out</button>`
+  const shown = state.name ? links : links.filter(([href]) => href === "#/leaderboard");
+  $("#nav").innerHTML = shown.map(([href, label]) =>
+    `<a href="${href}" class="${here === href ? "active" : ""}">${label}</a>`).join("");
+  $("#who").innerHTML = state.name
+    ? `<a href="#/account" id="account">${esc(state.name)}</a> <button class="secondary" id="signout">Sign out</button>`
     : `<a href="#/signin">Sign in</a>`;
   const out = $("#signout");
-  if (out) out.onclick = () => signOut(true);
+  if (out) out.onclick = signOut;
 }
-function signOut(navigate) {
-  for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
-  Object.assign(state, { token: null, name: null, role: null });
+function forget() {
+  Object.assign(state, { name: null, role: null, team: null });
   renderHeader();
-  if (navigate) location.hash = "#/signin";
+}
+async function signOut() {
+  try { await api("/api/session", { method: "DELETE" }); } catch { /* signed out anyway */ }
+  forget();
+  location.hash = "#/signin";
+}
+async function whoAmI() {
+  try {
+    const me = await api("/api/me");
+    Object.assign(state, { name: me.name, role: me.role, team: me.team });
+  } catch { forget(); }
 }
 async function startClock() {
   clearInterval(state.clockTimer);
@@ -102,26 +111,86 @@ function duration(ms) {
 async function signInPage() {
   view().innerHTML = `<h1>Sign in</h1>
     <form id="signin" class="stack">
-      <label for="token">API token (from your organizer, or <code>kjudge user add NAME</code>)</label>
-      <input id="token" type="password" autocomplete="off" required size="48">
+      <label for="name">Name</label>
+      <input id="name" autocomplete="username" required size="32">
+      <label for="password">Password</label>
+      <input id="password" type="password" autocomplete="current-password" required size="32">
       <button type="submit">Sign in</button>
       <div class="error" id="signin-error"></div>
-    </form>`;
-  $("#signin").onsubmit = async (event) => {
-    event.preventDefault();
-    state.token = $("#token").value.trim();
+    </form>
+    <details><summary>Sign in with an API token instead</summary>
+      <form id="token-signin" class="stack">
+        <label for="token">API token (from <code>kjudge user add NAME</code> or your account page)</label>
+        <input id="token" type="password" autocomplete="off" required size="48">
+        <button type="submit" class="secondary">Sign in with the token</button>
+        <div class="error" id="token-error"></div>
+      </form></details>`;
+  const open = async (body, errorBox) => {
     try {
-      const me = await api("/api/me");
-      localStorage.setItem("kj_token", state.token);
-      localStorage.setItem("kj_name", me.name);
-      localStorage.setItem("kj_role", me.role);
-      Object.assign(state, { name: me.name, role: me.role });
+      const me = await api("/api/session", { method: "POST", body });
+      Object.assign(state, { name: me.name, role: me.role, team: me.team });
       location.hash = "#/problems";
     } catch (e) {
-      state.token = null;
-      $("#signin-error").textContent = e.status === 401 ? "That token is not valid." : e.message;
+      $(errorBox).textContent = e.status === 401 ? (body.token ? "That token is not valid."
+        : "Wrong name or password.") : e.message;
     }
   };
+  $("#signin").onsubmit = (event) => {
+    event.preventDefault();
+    open({ name: $("#name").value.trim(), password: $("#password").value }, "#signin-error");
+  };
+  $("#token-signin").onsubmit = (event) => {
+    event.preventDefault();
+    open({ token: $("#token").value.trim() }, "#token-error");
+  };
+}
+
+async function accountPage() {
+  view().innerHTML = `<h1>My account</h1>
+    <p>${esc(state.name)} · ${esc(state.role)}${state.team ? ` · team ${esc(state.team)}` : ""}</p>
+    <h2>Password</h2>
+    <form id="password-form" class="stack">
+      <label for="current">Current password</label>
+      <input id="current" type="password" autocomplete="current-password">
+      <label for="new-password">New password (at least 8 characters)</label>
+      <input id="new-password" type="password" autocomplete="new-password" minlength="8" required>
+      <button type="submit">Change the password</button>
+      <div id="password-result"></div>
+    </form>
+    <h2>API tokens</h2>
+    <p class="muted">For the <code>kjudge</code> client (<code>KJUDGE_TOKEN</code>) and scripts
+      (<code>Authorization: Bearer …</code>). A token is shown once, when it is made.</p>
+    <form id="token-form" class="row"><input id="token-name" placeholder="what it is for" required maxlength="64">
+      <button type="submit">Make a token</button></form>
+    <div id="token-result"></div><table id="tokens"></table>`;
+  const loadTokens = async () => {
+    const tokens = await api("/api/me/tokens");
+    $("#tokens").innerHTML = `<tr><th>name</th><th>made</th><th>last used</th><th></th></tr>` +
+      tokens.map((t) => `<tr data-token="${t.id}"><td>${esc(t.name)}</td><td>${when(t.created_at)}</td>
+        <td>${when(t.last_used_at)}</td><td><button class="secondary" data-revoke="${t.id}">Revoke</button></td></tr>`).join("");
+    for (const button of view().querySelectorAll("[data-revoke]")) {
+      button.onclick = async () => {
+        await api(`/api/me/tokens/${button.dataset.revoke}`, { method: "DELETE" });
+        await loadTokens();
+      };
+    }
+  };
+  $("#token-form").onsubmit = async (event) => {
+    event.preventDefault();
+    const made = await api("/api/me/tokens", { method: "POST", body: { name: $("#token-name").value } });
+    $("#token-result").innerHTML = `<p>New token (shown once): <code id="new-token">${esc(made.token)}</code></p>`;
+    await loadTokens();
+  };
+  $("#password-form").onsubmit = async (event) => {
+    event.preventDefault();
+    try {
+      await api("/api/me/password", { method: "POST",
+        body: { current: $("#current").value, new: $("#new-password").value } });
+      forget();
+      location.hash = "#/signin";  // every session ended, this one too
+    } catch (e) { $("#password-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  await loadTokens();
 }
 
 async function problemsPage() {
@@ -169,7 +238,9 @@ async function problemPage(slug) {
         <select id="language">${p.languages.map((l) => `<option ${l === language ? "selected" : ""}>${esc(l)}</option>`).join("")}</select>
         <label for="upload">or upload a file</label><input id="upload" type="file"></div>
       <textarea id="source" spellcheck="false" placeholder="run_kernel source"></textarea>
+      <div id="editor" class="editor"></div>
       <div class="row"><button type="submit">Submit</button>
+        <button type="button" class="secondary" id="use-template">Start from the template</button>
         <span id="size" class="muted"></span></div>
       <div class="error" id="submit-error"></div>
     </form>`;
@@ -188,36 +259,32 @@ async function problemPage(slug) {
     };
   }
   const source = $("#source");
-  source.value = saved ?? p.templates[language].source;
+  const isTemplate = (text) => Object.values(p.templates).some((t) => t.source === text);
   const showSize = () => {
     const kib = new Blob([source.value]).size / 1024;
     $("#size").textContent = `${kib.toFixed(1)} KiB of ${limitKiB} KiB`;
     $("#size").className = kib > limitKiB ? "error" : "muted";
-    sessionStorage.setItem(`kj_src_${slug}`, source.value);
+    sessionStorage.setItem(`kj_src_${slug}`, source.value);  // kept across a failed submit
   };
-  source.oninput = showSize;
-  source.onkeydown = (event) => {  // Tab inserts spaces; the editor keeps indentation
-    if (event.key === "Tab") {
-      event.preventDefault();
-      source.setRangeText("    ", source.selectionStart, source.selectionEnd, "end");
-      showSize();
-    } else if (event.key === "Enter") {
-      const before = source.value.slice(0, source.selectionStart);
-      const indent = before.slice(before.lastIndexOf("\n") + 1).match(/^[ \t]*/)[0];
-      event.preventDefault();
-      source.setRangeText("\n" + indent, source.selectionStart, source.selectionEnd, "end");
-      showSize();
-    }
-  };
+  // CodeMirror when /static/editor.js loaded (make editor), else the textarea itself; the
+  // textarea holds the source either way
+  const editor = window.KJEditor ? window.KJEditor.create($("#editor"), {
+    doc: "", lexer: p.lexers[language], onChange: (text) => { source.value = text; showSize(); },
+  }) : plainEditor(source, showSize);
+  if (window.KJEditor) source.hidden = true;
+  const setSource = (text) => { source.value = text; editor.set(text); showSize(); };
+  setSource(saved ?? p.templates[language].source);
+  $("#use-template").onclick = () => setSource(p.templates[$("#language").value].source);
   $("#language").onchange = () => {
-    sessionStorage.setItem(`kj_lang_${slug}`, $("#language").value);
-    if (!sessionStorage.getItem(`kj_src_${slug}`)) source.value = p.templates[$("#language").value].source;
+    const chosen = $("#language").value;
+    sessionStorage.setItem(`kj_lang_${slug}`, chosen);
+    if (editor.setLexer) editor.setLexer(p.lexers[chosen]);
+    if (isTemplate(source.value)) setSource(p.templates[chosen].source);  // untouched: swap
   };
   $("#upload").onchange = async () => {
     const file = $("#upload").files[0];
-    if (file) { source.value = await file.text(); showSize(); }
+    if (file) setSource(await file.text());
   };
-  showSize();
   $("#submit").onsubmit = async (event) => {
     event.preventDefault();
     $("#submit-error").textContent = "";
@@ -233,6 +300,25 @@ async function problemPage(slug) {
       $("#submit-error").textContent = e.message;  // the source stays in the editor
     }
   };
+}
+
+// The textarea as the editor where editor.js is not built: Tab indents, Enter keeps indentation.
+function plainEditor(source, changed) {
+  source.oninput = changed;
+  source.onkeydown = (event) => {
+    if (event.key === "Tab") {
+      event.preventDefault();
+      source.setRangeText("    ", source.selectionStart, source.selectionEnd, "end");
+      changed();
+    } else if (event.key === "Enter") {
+      const before = source.value.slice(0, source.selectionStart);
+      const indent = before.slice(before.lastIndexOf("\n") + 1).match(/^[ \t]*/)[0];
+      event.preventDefault();
+      source.setRangeText("\n" + indent, source.selectionStart, source.selectionEnd, "end");
+      changed();
+    }
+  };
+  return { set: () => {} };  // the textarea already holds what is set
 }
 
 async function submissionsPage() {
@@ -254,12 +340,12 @@ async function submissionsPage() {
   }
   const load = async () => {
     const rows = await api(`/api/submissions?${params}`);
-    $("#subs").innerHTML = `<tr><th>#</th>${admin ? "<th>user</th>" : ""}<th>problem</th>
+    $("#subs").innerHTML = `<tr><th>#</th>${admin || state.team ? "<th>user</th>" : ""}<th>problem</th>
       <th class="hide-narrow">language</th><th>verdict</th><th class="num">score</th>
       <th class="num">speedup</th><th class="num hide-narrow">time ms</th>
       <th class="num hide-narrow">memory MB</th><th class="hide-narrow">submitted</th></tr>` +
       rows.map((r) => `<tr data-id="${r.id}"><td><a href="#/submissions/${r.id}">${r.id}</a></td>
-        ${admin ? `<td>${esc(r.user)}</td>` : ""}<td>${esc(r.problem)}</td>
+        ${admin || state.team ? `<td>${esc(r.user)}</td>` : ""}<td>${esc(r.problem)}</td>
         <td class="hide-narrow">${esc(r.language)}</td>
         <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</td>
         <td class="num">${num(r.score)}</td><td class="num">${num(r.speedup)}</td>
@@ -403,18 +489,75 @@ async function comparePage(a, b) {
       <td>${verdict(y.verdict)}</td><td class="num">${num(y.time_ms)}</td><td></td></tr></table>`;
 }
 
+// Each leading row's total over the contest, as steps (from the board's `series`).
+function scoreChart(board, contest) {
+  const rows = board.rows.filter((r) => r.series && r.series.length);
+  if (!rows.length) return "";
+  const times = rows.flatMap((r) => r.series.map(([at]) => Date.parse(at)));
+  const start = contest && contest.starts_at ? Date.parse(contest.starts_at) : Math.min(...times);
+  const endsAt = contest && contest.ends_at ? Date.parse(contest.ends_at) : Infinity;
+  const end = Math.max(Math.min(Date.now(), endsAt), ...times);
+  const top = Math.max(...rows.map((r) => r.total), 1);
+  const width = 720, height = 260, left = 50, bottom = 24, right = 120;
+  const x = (t) => left + ((t - start) / Math.max(end - start, 1)) * (width - left - right);
+  const y = (v) => (height - bottom) - (v / top) * (height - bottom - 10);
+  const colours = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#e16f24",
+                   "#6e7781", "#a40e26", "#116329"];
+  const lines = rows.map((r, i) => {
+    let d = `M${x(start).toFixed(1)},${y(0).toFixed(1)}`, last = 0;
+    for (const [at, total] of r.series) {
+      d += ` H${x(Date.parse(at)).toFixed(1)} V${y(total).toFixed(1)}`;
+      last = total;
+    }
+    d += ` H${x(end).toFixed(1)}`;
+    return `<path class="series" d="${d}" fill="none" stroke="${colours[i % colours.length]}" stroke-width="2"/>
+      <text x="${x(end) + 4}" y="${y(last) + 4}" font-size="11" fill="${colours[i % colours.length]}">${esc(r.name)}</text>`;
+  }).join("");
+  return `<h2>Score over the contest</h2><svg class="chart" id="score-chart" viewBox="0 0 ${width} ${height}"
+    role="img" aria-label="each leading row's total score over time">
+    <line x1="${left}" y1="${y(0)}" x2="${width - right}" y2="${y(0)}" stroke="#999"/>
+    <line x1="${left}" y1="${y(0)}" x2="${left}" y2="10" stroke="#999"/>
+    <text x="${left - 6}" y="${y(top) + 4}" font-size="11" text-anchor="end">${num(top, 3)}</text>
+    <text x="${left - 6}" y="${y(0) + 4}" font-size="11" text-anchor="end">0</text>
+    <text x="${left}" y="${height - 6}" font-size="11">${esc(new Date(start).toLocaleTimeString())}</text>
+    <text x="${width - right}" y="${height - 6}" font-size="11" text-anchor="end">${esc(new Date(end).toLocaleTimeString())}</text>
+    ${lines}</svg>`;
+}
+
 async function leaderboardPage() {
+  const contests = await api("/api/contests");
+  const open = state.name ? contests : contests.filter((c) => c.public);
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const fallback = (open.find((c) => c.state === "running") || open[open.length - 1] || {}).slug;
+  const chosen = params.has("contest") ? params.get("contest") : (state.name ? "" : fallback);
+  if (!state.name && !chosen) {
+    view().innerHTML = `<h1>Leaderboard</h1><p>No contest has a public board. <a href="#/signin">Sign in</a> to see yours.</p>`;
+    return;
+  }
+  const contest = contests.find((c) => c.slug === chosen);
+  const options = (state.name ? [["", "All submissions"]] : []).concat(open.map((c) => [c.slug, c.title]));
   const load = async () => {
-    const board = await api("/api/leaderboard");
+    const board = await api(`/api/leaderboard${chosen ? `?contest=${encodeURIComponent(chosen)}` : ""}`);
+    const me = board.me, who = board.teams ? "team" : "user";
+    const pending = (r, p) => (r.pending && r.pending[p]) ? ` <span class="pending" title="submitted since the freeze">+${r.pending[p]}?</span>` : "";
     view().innerHTML = `<h1>Leaderboard</h1>
-      ${board.me ? `<div class="cards"><div class="card">my rank<b>${board.me.rank}</b></div>
-        <div class="card">my total<b>${num(board.me.total)}</b></div></div>` : ""}
-      <div class="scroll"><table id="board"><tr><th class="num">rank</th><th>user</th><th class="num">total</th>
+      <div class="row"><label for="board-choice">Board</label><select id="board-choice">${options.map(([slug, title]) =>
+        `<option value="${esc(slug)}" ${slug === chosen ? "selected" : ""}>${esc(title)}</option>`).join("")}</select></div>
+      ${board.frozen_at ? `<p class="banner" id="frozen-note">Frozen since ${when(board.frozen_at)}: this is the board as it stood then;
+        results of later submissions are shown at the end.${me && me.live ? " Your own results are live below." : ""}</p>` : ""}
+      ${board.shown === "live" && contest && contest.frozen ? `<p class="muted" id="live-note">Frozen for contestants and visitors; you see it live.</p>` : ""}
+      ${me ? `<div class="cards"><div class="card">my rank<b>${me.rank ?? "–"}</b></div>
+        <div class="card">my total<b>${num(me.total)}</b></div>
+        ${me.live ? `<div class="card" id="my-live">mine now<b>${num(me.live.total)}</b></div>` : ""}</div>` : ""}
+      <div class="scroll"><table id="board"><tr><th class="num">rank</th><th>${who}</th><th class="num">total</th>
         ${board.problems.map((p) => `<th class="num">${esc(p)}</th>`).join("")}</tr>
-      ${board.rows.map((r) => `<tr class="${r.user === state.name ? "me" : ""}"><td class="num">${r.rank}</td>
-        <td>${esc(r.user)}</td><td class="num">${num(r.total)}</td>
-        ${board.problems.map((p) => `<td class="num">${num(r.problems[p])}</td>`).join("")}</tr>`).join("")}
-      </table></div>`;
+      ${board.rows.map((r) => `<tr class="${me && r.name === me.name ? "me" : ""}"><td class="num">${r.rank}</td>
+        <td>${esc(r.name)}${r.members ? ` <span class="muted">${esc(r.members.join(", "))}</span>` : ""}</td><td class="num">${num(r.total)}</td>
+        ${board.problems.map((p) => `<td class="num">${num(r.problems[p])}${pending(r, p)}</td>`).join("")}</tr>`).join("")}
+      </table></div>${scoreChart(board, contest)}`;
+    $("#board-choice").onchange = () => {
+      location.hash = `#/leaderboard?contest=${encodeURIComponent($("#board-choice").value)}`;
+    };
     return true;
   };
   await load();
@@ -435,9 +578,21 @@ async function adminPage() {
       <button type="submit">Rejudge</button><div id="rejudge-result"></div></form>
     <h2>Problems</h2><button id="reload" class="secondary">Reload problem folders</button>
     <div id="reload-result"></div>
+    <h2>Contests</h2><table id="contests"></table>
     <h2>Users</h2><form id="adduser" class="row"><input name="name" placeholder="name" required>
+      <input name="team" placeholder="team (optional)">
       <label><input type="checkbox" name="admin"> admin</label><button type="submit">Add user</button></form>
-    <div id="user-result"></div><table id="users"></table>`;
+    <div id="user-result"></div>
+    <details id="import"><summary>Import users from a CSV file</summary>
+      <form id="import-form" class="stack">
+        <p class="muted">A header row naming <code>name</code> and any of <code>team</code>, <code>role</code>
+          (contestant or admin), <code>password</code> (empty: one is generated). All or nothing.</p>
+        <input id="import-file" type="file" accept=".csv,text/csv">
+        <textarea id="import-text" spellcheck="false" placeholder="name,team&#10;alice,red"></textarea>
+        <label><input type="checkbox" id="import-skip"> leave users that exist as they are</label>
+        <button type="submit">Import</button><div id="import-result"></div>
+      </form></details>
+    <table id="users"></table>`;
   const loadQueue = async () => {
     const q = await api("/api/queue");
     $("#queue").innerHTML = `<table><tr><th>queue</th><th class="num">queued</th><th class="num">running</th>
@@ -459,8 +614,47 @@ async function adminPage() {
   };
   const loadUsers = async () => {
     const users = await api("/api/users");
-    $("#users").innerHTML = `<tr><th>user</th><th>role</th><th>since</th></tr>` + users.map((u) =>
-      `<tr><td>${esc(u.name)}</td><td>${esc(u.role)}</td><td>${when(u.created_at)}</td></tr>`).join("");
+    $("#users").innerHTML = `<tr><th>user</th><th>team</th><th>role</th><th>since</th><th></th></tr>` + users.map((u) =>
+      `<tr data-user="${esc(u.name)}"><td>${esc(u.name)}</td><td>${esc(u.team || "")}</td><td>${esc(u.role)}</td>
+        <td>${when(u.created_at)}</td><td><button class="secondary" data-reset="${esc(u.name)}">Reset password</button></td></tr>`).join("");
+    for (const button of view().querySelectorAll("[data-reset]")) {
+      button.onclick = async () => {
+        const r = await api(`/api/users/${encodeURIComponent(button.dataset.reset)}/password`, { method: "POST" });
+        $("#user-result").innerHTML = `<p>New password for ${esc(r.name)} (shown once): <code class="password">${esc(r.password)}</code></p>`;
+      };
+    }
+  };
+  const loadContests = async () => {
+    const contests = await api("/api/contests");
+    $("#contests").innerHTML = `<tr><th>contest</th><th>state</th><th>board</th><th>freeze</th><th>thaw</th><th></th></tr>` +
+      (contests.map((c) => `<tr data-contest="${esc(c.slug)}"><td>${esc(c.title)} <span class="muted">${esc(c.slug)}</span></td>
+        <td>${esc(c.state.replace("_", " "))}</td><td>${c.public ? "public" : "signed-in users"}${c.teams ? ", by team" : ""}</td>
+        <td>${c.frozen ? "<b>frozen</b> since " : ""}${when(c.freeze_at)}</td><td>${c.unfrozen_at ? `published ${when(c.unfrozen_at)}` : when(c.thaw_at)}</td>
+        <td>${c.frozen ? `<button data-unfreeze="${esc(c.slug)}">Publish the final board</button>` : ""}</td></tr>`).join("")
+      || '<tr><td colspan="6" class="muted">no contests</td></tr>');
+    for (const button of view().querySelectorAll("[data-unfreeze]")) {
+      button.onclick = async () => {
+        await api(`/api/contests/${encodeURIComponent(button.dataset.unfreeze)}/unfreeze`, { method: "POST" });
+        await loadContests();
+      };
+    }
+  };
+  $("#import-file").onchange = async () => {
+    const file = $("#import-file").files[0];
+    if (file) $("#import-text").value = await file.text();
+  };
+  $("#import-form").onsubmit = async (event) => {
+    event.preventDefault();
+    try {
+      const r = await api("/api/users/import", { method: "POST",
+        body: { csv: $("#import-text").value, skip_existing: $("#import-skip").checked } });
+      const link = URL.createObjectURL(new Blob([r.passwords_csv], { type: "text/csv" }));
+      $("#import-result").innerHTML = `<p>Created ${r.created.length} users; their passwords are shown this once.
+        <a href="${link}" download="passwords.csv">Download passwords.csv</a></p>
+        <table id="imported"><tr><th>user</th><th>team</th><th>role</th><th>password</th></tr>${r.created.map((c) =>
+          `<tr><td>${esc(c.name)}</td><td>${esc(c.team || "")}</td><td>${esc(c.role)}</td><td><code>${esc(c.password)}</code></td></tr>`).join("")}</table>`;
+      await loadUsers();
+    } catch (e) { $("#import-result").innerHTML = `<pre class="error">${esc(e.message)}</pre>`; }
   };
   $("#rejudge").onsubmit = async (event) => {
     event.preventDefault();
@@ -490,12 +684,14 @@ async function adminPage() {
     event.preventDefault();
     const form = new FormData(event.target);
     try {
-      const u = await api("/api/users", { method: "POST", body: { name: form.get("name"), admin: form.get("admin") === "on" } });
-      $("#user-result").innerHTML = `<p>Token for ${esc(u.name)} (shown once): <code>${esc(u.token)}</code></p>`;
+      const u = await api("/api/users", { method: "POST", body: { name: form.get("name"),
+        team: form.get("team") || null, admin: form.get("admin") === "on" } });
+      $("#user-result").innerHTML = `<p>${esc(u.name)}'s password (shown once): <code class="password">${esc(u.password)}</code>,
+        API token: <code>${esc(u.token)}</code></p>`;
       await loadUsers();
     } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
-  await Promise.all([loadQueue(), loadReview(), loadUsers()]);
+  await Promise.all([loadQueue(), loadReview(), loadUsers(), loadContests()]);
 }
 
 function errorPage(title, message) {
@@ -510,18 +706,19 @@ const routes = [
   [/^#\/submissions(\?.*)?$/, submissionsPage, true],
   [/^#\/submissions\/(\d+)$/, submissionPage, true],
   [/^#\/compare\/(\d+)\/(\d+)$/, comparePage, true],
-  [/^#\/leaderboard$/, leaderboardPage, true],
+  [/^#\/leaderboard(\?.*)?$/, leaderboardPage, false],
+  [/^#\/account$/, accountPage, true],
   [/^#\/admin$/, adminPage, true],
 ];
 async function route() {
   clearInterval(state.timer);
   banner("");
-  if (!location.hash || location.hash === "#/") location.hash = state.token ? "#/problems" : "#/signin";
+  if (!location.hash || location.hash === "#/") location.hash = state.name ? "#/problems" : "#/signin";
   renderHeader();
   for (const [pattern, page, needsToken] of routes) {
     const match = location.hash.match(pattern);
     if (!match) continue;
-    if (needsToken && !state.token) { location.hash = "#/signin"; return; }
+    if (needsToken && !state.name) { location.hash = "#/signin"; return; }
     try {
       await page(...match.slice(1).filter((m) => m !== undefined && !m.startsWith("?")));
     } catch (e) {
@@ -533,4 +730,4 @@ async function route() {
 }
 window.addEventListener("hashchange", route);
 startClock();
-route();
+whoAmI().then(route);
