@@ -119,6 +119,8 @@ def configure_contest(contest: Contest, fields: dict) -> None:
     from the end. Its times must come in order: start < freeze < end <= thaw."""
     thaw_after = fields.pop("thaw_after_end_s", None)
     for name, value in fields.items():
+        if name in CONTEST_TIMES and value is not None:  # stored in UTC (SQLite keeps no offset)
+            value = aware(value).astimezone(timezone.utc)
         setattr(contest, name, value)
     if thaw_after is not None:
         if contest.ends_at is None:

@@ -8,7 +8,7 @@ import os
 import stat
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import timedelta, timezone
 
 import pytest
 from fastapi.testclient import TestClient
@@ -225,6 +225,12 @@ def test_contest_times_must_come_in_order(api):
     thaw = api.patch("/api/contests/final", headers=admin, json={"thaw_after_end_s": 600})
     assert thaw.status_code == 200
     assert thaw.json()["thaw_at"].startswith((now + timedelta(hours=1, minutes=10)).isoformat()[:16])
+    # a time with an offset is that moment (SQLite keeps none: stored in UTC)
+    east = timezone(timedelta(hours=2))
+    frozen = api.patch("/api/contests/final", headers=admin, json={
+        "freeze_at": (now - timedelta(minutes=30)).astimezone(east).isoformat()})
+    assert frozen.status_code == 200, frozen.text
+    assert [c["frozen"] for c in api.get("/api/contests").json()] == [True]
     assert api.patch("/api/contests/final", headers=admin,
                      json={"public": None}).status_code == 422
     assert api.patch("/api/contests/final", headers=bearer(api, "bob"),
