@@ -296,11 +296,12 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
 
 
 def contest_view(contest: Contest) -> dict:
+    """Times with their offset (UTC): a page's clock reads a time without one as local."""
+    times = {name: store.aware(getattr(contest, name))
+             for name in (*store.CONTEST_TIMES, "unfrozen_at")}
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
-            "starts_at": contest.starts_at, "ends_at": contest.ends_at,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
-            "teams": contest.teams, "freeze_at": contest.freeze_at, "thaw_at": contest.thaw_at,
-            "unfrozen_at": contest.unfrozen_at, "frozen": store.contest_frozen(contest),
+            "teams": contest.teams, **times, "frozen": store.contest_frozen(contest),
             "state": store.contest_state(contest)}
 
 

@@ -53,7 +53,10 @@ def get_session(config: Annotated[Settings, Depends(get_settings)]):
         yield s
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": the session commits when the route returns, before its answer is sent (the
+# default ends a yield dependency after the response: a client acting on the answer, e.g. with a
+# token just made, could find nothing stored yet, and a failed commit followed a 2xx)
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

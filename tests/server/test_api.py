@@ -195,3 +195,32 @@ def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
     assert "guard" not in own and "flags" not in own
     admin_view = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "admin")).json()
     assert admin_view["guard"]["review"] is True
+
+
+def test_a_change_is_committed_before_its_answer_is_sent(api):
+    """A client that acts on an answer (a token just made, a board just published) must find
+    it stored: FastAPI ends a `yield` dependency after the response by default, so the commit
+    came after the answer (a browser's next request read the old state)."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    order = []
+
+    async def recording(scope, receive, send):
+        async def sent(message):
+            if message["type"] == "http.response.start":
+                order.append("answer")
+            await send(message)
+        await api.app(scope, receive, sent)
+
+    def committed(_session):
+        order.append("commit")
+
+    event.listen(Session, "after_commit", committed)
+    try:
+        made = TestClient(recording).post("/api/users", json={"name": "zed"},
+                                          headers=auth(api, "admin"))
+    finally:
+        event.remove(Session, "after_commit", committed)
+    assert made.status_code == 201
+    assert order[:2] == ["commit", "answer"], order
