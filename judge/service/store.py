@@ -118,6 +118,8 @@ def configure_contest(contest: Contest, fields: dict) -> None:
     """Set a contest's fields (a new one's, or a PATCH's); `thaw_after_end_s` sets `thaw_at`
     from the end. Its times must come in order: start < freeze < end <= thaw."""
     thaw_after = fields.pop("thaw_after_end_s", None)
+    if fields.get("freeze_at") is not None:
+        contest.unfrozen_at = None  # a new freeze: the board published before freezes again
     for name, value in fields.items():
         if name in CONTEST_TIMES and value is not None:  # stored in UTC (SQLite keeps no offset)
             value = aware(value).astimezone(timezone.utc)
@@ -636,6 +638,7 @@ def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
 def problem_stats(s: Session, user: User | None) -> dict[str, dict]:
     """Per problem: how many users have an accepted submission, and this user's best score."""
     found = results(s, live=user is not None and user.is_admin)
-    mine = found.best.get(user.id, {}) if user is not None else {}
-    return {slug: {"solvers": count, "best_score": mine.get(slug)}
-            for slug, count in found.solvers.items()}
+    # one's own results are never frozen for oneself
+    mine = results(s, live=True).best.get(user.id, {}) if user is not None else {}
+    return {slug: {"solvers": found.solvers.get(slug, 0), "best_score": mine.get(slug)}
+            for slug in found.solvers.keys() | mine.keys()}

@@ -258,6 +258,9 @@ def test_a_frozen_public_board_for_visitors_contestants_and_organizers(api):
     # the board of every submission and the solver counts keep the freeze for contestants
     everything = api.get("/api/leaderboard", headers=bearer(api, "alice")).json()
     assert {r["name"]: r["total"] for r in everything["rows"]} == {"alice": 100, "bob": 50}
+    problems = {p["slug"]: p for p in api.get("/api/problems", headers=bearer(api, "bob")).json()}
+    assert problems["vector_add"]["best_score"] == 150  # bob's own, live for him
+    assert problems["vector_add"]["solvers"] == 2
     assert api.get("/api/leaderboard").status_code == 401
     # publishing the final board
     assert api.post("/api/contests/final/unfreeze", headers=bearer(api, "bob")).status_code == 403
@@ -265,6 +268,10 @@ def test_a_frozen_public_board_for_visitors_contestants_and_organizers(api):
     assert published.status_code == 200 and published.json()["frozen"] is False
     final = board(api)
     assert final["shown"] == "live" and final["rows"][0]["name"] == "bob"
+    # a new freeze time freezes the published board again
+    refrozen = api.patch("/api/contests/final", headers=bearer(api, "admin"), json={
+        "freeze_at": (now - timedelta(minutes=20)).isoformat()})
+    assert refrozen.json()["frozen"] is True and board(api)["shown"] == "frozen"
 
 
 def test_a_private_contest_board_needs_a_sign_in_and_thaws_at_its_time(api):
