@@ -122,3 +122,15 @@ def test_upgrade_to_head_and_back_keeps_every_judging(database_url):
     assert loads(row.applied)["overhead_s"] == 2.1
     assert (row.problem_version, row.judge_version, bool(row.valid)) == ("v1", "0.1.0", True)
     assert other.state == "QUEUED" and loads(other.tests) == []
+
+
+def test_each_users_token_becomes_its_default_api_token(database_url):
+    """0005 moves every user's one token to `api_tokens` ("default"): it keeps signing in."""
+    _fill_at_first(database_url)
+    db.upgrade(database_url)
+    with db.session(database_url) as s:
+        rows = s.execute(sa.text("SELECT u.name, t.name, t.token_hash FROM api_tokens t JOIN "
+                                 "users u ON u.id = t.user_id ORDER BY u.name")).all()
+        assert [tuple(r) for r in rows] == [("alice", "default", "h"), ("root", "default", "h2")]
+        assert s.execute(sa.text("SELECT password_hash, team FROM users")).all() == [
+            (None, None), (None, None)]
