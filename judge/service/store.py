@@ -566,6 +566,7 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
         s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
     window = (contest.id, contest.starts_at, contest.ends_at, contest.teams) if contest else None
     cuts = () if live else frozen_cuts(s)
+    live = not cuts  # nothing frozen: everyone's results are the live ones (one cache entry)
     frozen = contest is not None and any(cid == contest.id for cid, _ in cuts)
     # a frozen board counts the submissions pending since the freeze: new ones change it too
     newest = s.scalar(select(func.max(Submission.id))) if frozen else None
