@@ -82,6 +82,9 @@ class Settings:
                                   "per address)", "service")
     login_window_s: int = setting("KJUDGE_LOGIN_WINDOW_S", 900, "the window failed sign-ins "
                                   "are counted in", "service")
+    forwarded_allow_ips: str = setting("KJUDGE_FORWARDED_ALLOW_IPS", "127.0.0.1,::1", "proxies "
+                                       "whose X-Forwarded-For names the client (the address "
+                                       "the sign-in limit counts), comma-separated", "service")
     secure_cookies: bool = setting("KJUDGE_SECURE_COOKIES", False, "mark the session cookie "
                                    "Secure (set it when the site is served over HTTPS)",
                                    "service")

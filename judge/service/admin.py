@@ -161,7 +161,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         elif not stops.count:
             # uvicorn takes SIGTERM/SIGINT while it serves and raises it again once it has
             # stopped, to the handler it found: ours, so that the workers are stopped next
-            uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level)
+            uvicorn.run(create_app(config), host=args.host, port=args.port, log_level=log_level,
+                        forwarded_allow_ips=config.forwarded_allow_ips)
     finally:
         stop_workers(workers, stops)
     return EXIT_OK
@@ -250,7 +251,10 @@ def _serve_one(host: str, port: int, log_level: str, parent: int) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(2048)
-    config = uvicorn.Config("judge.service.api:create_app", factory=True, log_level=log_level)
+    from judge.settings import settings
+
+    config = uvicorn.Config("judge.service.api:create_app", factory=True, log_level=log_level,
+                            forwarded_allow_ips=settings().forwarded_allow_ips)
     uvicorn.Server(config).run(sockets=[sock])
 
 

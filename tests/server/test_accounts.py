@@ -335,3 +335,35 @@ def test_the_user_commands_import_reset_and_unfreeze(config, tmp_path):
     added = kjudge("user", "add", "hal", "--team", "green", "--password")
     assert added.returncode == 0 and "password: " in added.stdout
     assert kjudge("contest", "unfreeze", "nope").returncode == 2
+
+
+@pytest.mark.parametrize("trusted,other_client", [("", 200), ("10.9.9.9", 429)])
+def test_a_trusted_proxy_gives_each_forwarded_address_its_own_limit(tmp_path, trusted,
+                                                                      other_client):
+    """A real `kjudge serve`: a trusted proxy (this host, by default) names the client in
+    X-Forwarded-For, and one client's failures refuse that client, not the others behind it;
+    from a proxy not in KJUDGE_FORWARDED_ALLOW_IPS the header is not believed (a client could
+    name a new address per guess): every attempt counts for the peer."""
+    import httpx
+
+    from tests.server.stack import Stack
+
+    env = {"KJUDGE_LOGIN_ATTEMPTS": "2", "KJUDGE_FORWARDED_ALLOW_IPS": trusted}
+    stack = Stack(tmp_path, None, "embedded", extra_env=env)
+    stack.serve("--no-worker")
+    try:
+        made = stack.call("POST", "/api/users", stack.admin,
+                          json={"name": "dora", "password": PASSWORD})
+        assert made.status_code == 201, made.text
+
+        def attempt(address, name="dora", password=PASSWORD):
+            return httpx.post(stack.url + "/api/session", timeout=30,
+                              json={"name": name, "password": password},
+                              headers={"X-Forwarded-For": address}).status_code
+
+        for i in range(8):  # 4 x 2: the per-address limit, one failure per name
+            assert attempt("10.0.0.1", f"ghost{i}", "wrong guess") == 401
+        assert attempt("10.0.0.1") == 429
+        assert attempt("10.0.0.2") == other_client
+    finally:
+        stack.close()
