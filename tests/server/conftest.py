@@ -54,6 +54,29 @@ def config(database_url, tmp_path) -> Settings:
     return replace(base)
 
 
+PASSWORD = "correct horse battery"  # alice's (the others sign in with tokens only)
+
+
+@pytest.fixture
+def api(config):
+    """The app in-process (FastAPI's TestClient) with an organizer (root) and two contestants
+    (alice, with a password, and bob); `api.tokens[who]` are their API tokens."""
+    from fastapi.testclient import TestClient
+
+    from judge.service import accounts, store
+    from judge.service.api import create_app
+
+    with db.session(config.database_url) as s:
+        store.sync_problems(s, config)
+        _, admin = accounts.create_user(s, "root", admin=True)
+        _, alice = accounts.create_user(s, "alice", password=PASSWORD)
+        _, bob = accounts.create_user(s, "bob")
+    client = TestClient(create_app(config, janitor=False))
+    client.tokens = {"admin": admin, "alice": alice, "bob": bob}
+    client.config = config
+    return client
+
+
 @pytest.fixture
 def s(config):
     with db.session(config.database_url) as session:

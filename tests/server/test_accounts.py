@@ -15,30 +15,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from judge.service import accounts, db, store
-from judge.service.api import create_app
 from judge.service.deps import SESSION_COOKIE
 from judge.service.models import Submission, User, utcnow
 from tests.conftest import ROOT
+from tests.server.conftest import PASSWORD
 from tests.server.test_api import LOOP, finish
-
-PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def api(config):
-    with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
-        _, admin = accounts.create_user(s, "root", admin=True)
-        _, alice = accounts.create_user(s, "alice", password=PASSWORD)
-        _, bob = accounts.create_user(s, "bob")
-    client = TestClient(create_app(config, janitor=False))
-    client.tokens = {"admin": admin, "alice": alice, "bob": bob}
-    client.config = config
-    return client
-
-
-def bearer(api, who):
-    return {"Authorization": f"Bearer {api.tokens[who]}"}
+from tests.server.test_api import auth as bearer
 
 
 def sign_in(api, name="alice", password=PASSWORD):

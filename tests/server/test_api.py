@@ -7,8 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from judge.judging.record import JudgeResult, TestReport
-from judge.service import accounts, db, store
-from judge.service.api import create_app
+from judge.service import db, store
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
@@ -17,19 +16,6 @@ TESTS = [
     {"name": "tiny", "sample": True, "verdict": "AC", "matched_ratio": 1.0, "time_ms": 0.1},
     {"name": "big", "sample": False, "verdict": "AC", "matched_ratio": 1.0, "time_ms": 2.0},
 ]
-
-
-@pytest.fixture
-def api(config):
-    with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
-        _, admin = accounts.create_user(s, "root", admin=True)
-        _, alice = accounts.create_user(s, "alice")
-        _, bob = accounts.create_user(s, "bob")
-    client = TestClient(create_app(config, janitor=False))
-    client.tokens = {"admin": admin, "alice": alice, "bob": bob}
-    client.config = config
-    return client
 
 
 def auth(api, who):
