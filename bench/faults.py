@@ -124,7 +124,7 @@ def inject(fault: Fault, stack: Stack, pg: PrivatePostgres, workers: list) -> No
         stack.procs.remove(api)
         stack.procs.insert(0, stack.spawn("serve", "--no-worker", "--port", str(stack.port),
                                           "--quiet", log="serve.log"))
-        wait_for(stack._healthy, 120, "the API to come back")
+        wait_for(stack.healthy, 120, "the API to come back")
 
 
 def run(submissions: int, rate: float) -> tuple[list[str], dict]:

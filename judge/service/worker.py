@@ -15,13 +15,13 @@ import sys
 import threading
 import time
 from functools import cache
-from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 from sqlalchemy.exc import DBAPIError
 
+from judge.host import processes
 from judge.judging.record import JudgeResult
 from judge.service import db, metrics, store
 from judge.service.broker import TASK_NAME, celery_app, publish
@@ -77,35 +77,14 @@ def _note_pool(how: str = "", **_kwargs) -> None:
     """The pool processes this worker had when its stop began (in the main process: a cold
     stop may end them before it tells), and whether the stop went cold."""
     _stopping["cold"] |= how == "Cold"
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and _parent_of(entry) == os.getpid():
-                _pool_at_stop.add(int(entry.name))
-        except OSError:  # gone meanwhile
-            continue
-
-
-def _parent_of(proc: Path) -> int:
-    return int(_stat(proc)[1])
-
-
-def _stat(proc: Path) -> list[str]:
-    """/proc/PID/stat's fields after the command name: state, parent, ..."""
-    return (proc / "stat").read_text().rsplit(")", 1)[1].split()
-
-
-def _ended(pid: int) -> bool:
-    try:
-        return _stat(Path(f"/proc/{pid}"))[0] in ("Z", "X")  # a zombie has ended too
-    except OSError:
-        return True
+    _pool_at_stop.update(processes.children(os.getpid()))
 
 
 def _hand_back() -> None:
     """A warm stop lets the running judging finish; a cold one (SIGQUIT, a second Ctrl-C, the
     grace of `kjudge serve` run out) ends the pool mid-judging: hand those judgings back now,
     instead of after the janitor's KJUDGE_STALE_AFTER_S."""
-    gone = [pid for pid in _pool_at_stop if _ended(pid)]
+    gone = [pid for pid in _pool_at_stop if processes.ended(pid)]
     if not gone or not _stopping["cold"]:  # a warm stop's pool finished what it held
         return
     config = settings()

@@ -126,7 +126,7 @@ class Stack:
 
     def serve(self, *extra: str) -> None:
         self.spawn("serve", "--port", str(self.port), "--quiet", *extra, log="serve.log")
-        wait_for(self._healthy, 60, "the API")
+        wait_for(self.healthy, 60, "the API")
         token_file = self.tmp / "data" / "admin-token"
         self.admin = wait_for(lambda: token_file.is_file() and token_file.read_text().strip(),
                               10, "the admin token")
@@ -134,7 +134,7 @@ class Stack:
     def worker(self) -> subprocess.Popen:
         return self.spawn("worker", "--device", "cpu", log="worker.log")
 
-    def _healthy(self) -> bool:
+    def healthy(self) -> bool:
         try:
             return httpx.get(self.url + "/api/health", timeout=1).status_code == 200
         except httpx.HTTPError:

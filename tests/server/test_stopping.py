@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.host import processes
 from tests.conftest import ROOT
 from tests.server.stack import Stack, wait_for
 
@@ -26,42 +27,9 @@ SLOW = "import time\nimport torch\n\ndef run_kernel(a, b, c, n):\n" \
        "    time.sleep(0.3)\n    torch.add(a, b, out=c)\n"
 
 
-def process_table() -> dict[int, int]:
-    """pid -> parent pid, for every process on the machine."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            table[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    return table
-
-
-def tree(root: int) -> set[int]:
-    """The process and all its descendants (bwrap's slots included: they have sessions of
-    their own, so a process group or session would miss them)."""
-    table, found, frontier = process_table(), {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in table.items() if ppid == parent]
-        found.update(children)
-        frontier.extend(children)
-    return found
-
-
 def alive(pids: set[int]) -> set[int]:
     """Those still running (zombies waiting for a reaper count as gone)."""
-    running = set()
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            running.add(pid)
-    return running
+    return {pid for pid in pids if not processes.ended(pid)}
 
 
 def workers_started(stack: Stack, proc: subprocess.Popen) -> set[int]:
@@ -69,7 +37,8 @@ def workers_started(stack: Stack, proc: subprocess.Popen) -> set[int]:
     are up): more than the API process alone."""
     token = stack.token_for("warmup")
     stack.verdict(token, stack.submit(token, SLOW, language="torch"), timeout=180)
-    return wait_for(lambda: len(found := tree(proc.pid)) >= 3 and found, 30, "the workers")
+    return wait_for(lambda: len(found := processes.tree(proc.pid)) >= 3 and found, 30,
+                    "the workers")
 
 
 def stop_mid_judging(stack: Stack, stop) -> tuple[int, str]:
@@ -176,10 +145,10 @@ def test_the_systemd_unit_stops_a_worker_warm(stack, tmp_path):
     try:
         token = stack.token_for("warmup")
         stack.verdict(token, stack.submit(token, SLOW, language="torch"), timeout=180)
-        group = wait_for(lambda: len(found := tree(service.proc.pid)) >= 3 and found, 30,
+        group = wait_for(lambda: len(found := processes.tree(service.proc.pid)) >= 3 and found, 30,
                          "the worker's pool")
         sid, _ = stop_mid_judging(stack, lambda: None)
-        group |= tree(service.proc.pid)
+        group |= processes.tree(service.proc.pid)
         service.stop(group)
         assert service.proc.wait(5) == 0
         judged_before_exit(stack, stack.env["KJUDGE_DATABASE_URL"], sid)
