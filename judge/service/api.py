@@ -443,12 +443,11 @@ def _routes(app: FastAPI) -> None:
         me = None
         if user is not None:
             key = store.row_key(chosen, user.name, user.team)
-            mine = next((r for r in found.board["rows"] if r["name"] == key), None)
-            me = {"name": key, "rank": mine["rank"] if mine else None,
+            mine = store.find_row(found.board["rows"], key)
+            me = {"name": key[1], "team": key[0], "rank": mine["rank"] if mine else None,
                   "total": mine["total"] if mine else 0.0}
             if shown == "frozen":
-                live = store.results(s, chosen, live=True).board["rows"]
-                now = next((r for r in live if r["name"] == key), None)
+                now = store.find_row(store.results(s, chosen, live=True).board["rows"], key)
                 me["live"] = {"total": now["total"] if now else 0.0,
                               "problems": now["problems"] if now else {}}
         head = {"me": me, "shown": shown, "contest": contest}

@@ -509,7 +509,7 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
     return s.execute(_cut(query, cuts)).all()
 
 
-def pending_since(s: Session, contest: Contest) -> dict[str, dict[str, int]]:
+def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict[str, int]]:
     """Per board row (user, or team) and problem: submissions made since the freeze, whose
     results the frozen board does not show."""
     query = _in_contest(select(User.name, User.team, ProblemRow.slug, func.count(Submission.id))
@@ -517,16 +517,29 @@ def pending_since(s: Session, contest: Contest) -> dict[str, dict[str, int]]:
                         .join(ProblemRow, ProblemRow.id == Submission.problem_id), contest)
     query = query.where(Submission.created_at >= contest.freeze_at).group_by(
         User.name, User.team, ProblemRow.slug)
-    pending: dict[str, dict[str, int]] = {}
+    pending: dict[RowKey, dict[str, int]] = {}
     for name, team, slug, count in s.execute(query):
         row = pending.setdefault(row_key(contest, name, team), {})
         row[slug] = row.get(slug, 0) + count
     return pending
 
 
-def row_key(contest: Contest | None, name: str, team: str | None) -> str:
+RowKey = tuple[bool, str]  # (a team's row, its name): a team and a user may share a name
+
+
+def row_key(contest: Contest | None, name: str, team: str | None) -> RowKey:
     """The board row a user's results count in: the team's in a contest ranked by teams."""
-    return (team or name) if contest is not None and contest.teams else name
+    if contest is not None and contest.teams and team:
+        return True, team
+    return False, name
+
+
+def key_of(row: dict) -> RowKey:
+    return row.get("team", False), row["name"]
+
+
+def find_row(rows: list[dict], key: RowKey) -> dict | None:
+    return next((row for row in rows if key_of(row) == key), None)
 
 
 SERIES_ROWS = 10  # the leading rows whose total over time the board carries (the page's chart)
@@ -583,7 +596,7 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
         computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
         pending = pending_since(s, contest)
         for row in computed.board["rows"]:
-            row["pending"] = pending.get(row["name"], {})
+            row["pending"] = pending.get(key_of(row), {})
     with _RESULTS_LOCK:
         _RESULTS[cache_key] = computed
     return computed
@@ -598,9 +611,9 @@ def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
     Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
     the total was first reached (the latest of the per-problem first-best times).
     """
-    best: dict[str, dict[str, tuple[float, datetime]]] = {}
-    members: dict[str, set[str]] = {}
-    series: dict[str, list] = {}
+    best: dict[RowKey, dict[str, tuple[float, datetime]]] = {}
+    members: dict[RowKey, set[str]] = {}
+    series: dict[RowKey, list] = {}
     solvers: dict[str, set[int]] = {}
     by_user: dict[int, dict[str, float]] = {}
     for user_id, name, team, slug, score, created_at in accepted:
@@ -618,20 +631,20 @@ def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
             total = sum(score for score, _ in per_row.values())
             series.setdefault(row, []).append([aware(created_at).isoformat(), total])
     rows = []
-    for name, scores in best.items():
+    for (is_team, name), scores in best.items():
         total = sum(score for score, _ in scores.values())
         reached = max(moment for _, moment in scores.values())
         row = {"name": name, "total": total, "reached_at": reached,
                "problems": {p: scores[p][0] for p in problems if p in scores}}
         if contest is not None and contest.teams:
-            row["members"] = sorted(members[name])
+            row.update(team=is_team, members=sorted(members[is_team, name]))
         rows.append(row)
     rows.sort(key=lambda r: (-r["total"], r["reached_at"], r["name"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
         row["reached_at"] = row["reached_at"].isoformat()  # ready for json.dumps as it is
         if rank <= SERIES_ROWS:
-            row["series"] = series[row["name"]]
+            row["series"] = series[key_of(row)]
     board = {"problems": problems, "rows": rows, "teams": bool(contest and contest.teams)}
     return Results(key, board, {slug: len(users) for slug, users in solvers.items()}, by_user)
 

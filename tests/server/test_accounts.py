@@ -271,17 +271,22 @@ def test_teams_share_a_row_and_their_contest_submissions(api):
         for name in ("alice", "bob"):
             s.scalar(select(User).where(User.name == name)).team = "red"
         _, carol = accounts.create_user(s, "carol", team="blue")
-    api.tokens["carol"] = carol
+        _, loner = accounts.create_user(s, "blue")  # a user without a team, named as one
+    api.tokens.update(carol=carol, loner=loner)
     contest(api, teams=True)
     shared = submit(api, "alice", 100)
     submit(api, "bob", 120)
     submit(api, "carol", 90)
+    submit(api, "loner", 50)
     outside = api.post("/api/submissions", headers=bearer(api, "alice"), json={
         "problem": "vector_add", "language": "cpp", "source": LOOP}).json()["id"]
     rows = board(api, bearer(api, "alice"))["rows"]
-    assert [(r["name"], r["total"], r.get("members")) for r in rows] == [
-        ("red", 120, ["alice", "bob"]), ("blue", 90, ["carol"])]
+    assert [(r["name"], r["team"], r["total"], r["members"]) for r in rows] == [
+        ("red", True, 120, ["alice", "bob"]), ("blue", True, 90, ["carol"]),
+        ("blue", False, 50, ["blue"])]
     assert board(api, bearer(api, "bob"))["me"]["name"] == "red"
+    assert board(api, bearer(api, "loner"))["me"] == {"name": "blue", "team": False, "rank": 3,
+                                                      "total": 50}
     assert api.get(f"/api/submissions/{shared}", headers=bearer(api, "bob")).json()["source"]
     assert api.get(f"/api/submissions/{shared}", headers=bearer(api, "carol")).status_code == 404
     assert api.get(f"/api/submissions/{outside}", headers=bearer(api, "bob")).status_code == 404

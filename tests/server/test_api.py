@@ -124,7 +124,7 @@ def test_rejudge_history_and_leaderboard(api):
     assert progress["done"] == 1 and progress["pending"] == 0
     board = api.get("/api/leaderboard", headers=auth(api, "alice")).json()
     assert board["rows"][0]["name"] == "alice" and board["rows"][0]["total"] == 150
-    assert board["me"] == {"name": "alice", "rank": 1, "total": 150}
+    assert board["me"] == {"name": "alice", "team": False, "rank": 1, "total": 150}
 
 
 def test_queue_users_contests_and_export(api):
