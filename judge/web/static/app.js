@@ -329,7 +329,8 @@ async function submissionsPage() {
       <input name="problem" placeholder="problem" value="${esc(params.get("problem") || "")}">
       <input name="verdict" placeholder="verdict" value="${esc(params.get("verdict") || "")}">
       <button type="submit" class="secondary">Filter</button></form>` : "";
-  view().innerHTML = `<h1>${admin ? "All submissions" : "My submissions"}</h1>${filters}
+  const title = admin ? "All submissions" : state.team ? "My team's and my submissions" : "My submissions";
+  view().innerHTML = `<h1>${title}</h1>${filters}
     <div class="scroll"><table id="subs"></table></div>`;
   if (admin) {
     $("#filters").onsubmit = (event) => {
@@ -503,15 +504,19 @@ function scoreChart(board, contest) {
   const y = (v) => (height - bottom) - (v / top) * (height - bottom - 10);
   const colours = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#e16f24",
                    "#6e7781", "#a40e26", "#116329"];
+  // the end labels, pushed apart where totals are close (rows come sorted by total)
+  const labelY = [];
+  rows.forEach((r, i) => {
+    const wanted = y(r.total) + 4;
+    labelY.push(i && wanted < labelY[i - 1] + 12 ? labelY[i - 1] + 12 : wanted);
+  });
   const lines = rows.map((r, i) => {
-    let d = `M${x(start).toFixed(1)},${y(0).toFixed(1)}`, last = 0;
-    for (const [at, total] of r.series) {
-      d += ` H${x(Date.parse(at)).toFixed(1)} V${y(total).toFixed(1)}`;
-      last = total;
-    }
+    const colour = colours[i % colours.length];
+    let d = `M${x(start).toFixed(1)},${y(0).toFixed(1)}`;
+    for (const [at, total] of r.series) d += ` H${x(Date.parse(at)).toFixed(1)} V${y(total).toFixed(1)}`;
     d += ` H${x(end).toFixed(1)}`;
-    return `<path class="series" d="${d}" fill="none" stroke="${colours[i % colours.length]}" stroke-width="2"/>
-      <text x="${x(end) + 4}" y="${y(last) + 4}" font-size="11" fill="${colours[i % colours.length]}">${esc(r.name)}</text>`;
+    return `<path class="series" d="${d}" fill="none" stroke="${colour}" stroke-width="2"/>
+      <text x="${x(end) + 4}" y="${labelY[i].toFixed(1)}" font-size="11" fill="${colour}">${esc(r.name)}</text>`;
   }).join("");
   return `<h2>Score over the contest</h2><svg class="chart" id="score-chart" viewBox="0 0 ${width} ${height}"
     role="img" aria-label="each leading row's total score over time">
