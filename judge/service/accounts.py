@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -215,8 +216,6 @@ COLUMNS = ("name", "team", "role", "password")
 def parse_users_csv(text: str) -> list[NewUser]:
     """Rows of a users CSV: a header naming `name` and any of `team`, `role`, `password`. Every
     problem in the file is reported (by line) at once, before anything is created."""
-    import re
-
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in reader.fieldnames or []]
     if "name" not in header:
