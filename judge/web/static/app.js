@@ -3,6 +3,8 @@
 
 // who is signed in comes from GET /api/me: the session is an HttpOnly cookie scripts never see
 const state = { name: null, role: null, team: null, timer: null, clockTimer: null };
+// earlier versions kept the API token in localStorage, where any script could read it
+for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
 const $ = (sel, root = document) => root.querySelector(sel);
 const view = () => $("#view");
 
