@@ -151,7 +151,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     print(f"{'rank':>4} {who:<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
     for row in board["rows"]:
         cells = " ".join(f"{row['problems'].get(p, 0):>12.2f}" for p in problems)
-        print(f"{row['rank']:>4} {row['name'][:16]:<16} {row['total']:>9.2f} {cells}")
+        print(f"{row['rank'] or '-':>4} {row['name'][:16]:<16} {row['total']:>9.2f} {cells}")
     return EXIT_OK
 
 

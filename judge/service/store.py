@@ -509,18 +509,19 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
     return s.execute(_cut(query, cuts)).all()
 
 
-def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict[str, int]]:
-    """Per board row (user, or team) and problem: submissions made since the freeze, whose
-    results the frozen board does not show."""
+def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict]:
+    """Per board row (user, or team): the submissions made since the freeze, per problem, whose
+    results the frozen board does not show, and who made them."""
     query = _in_contest(select(User.name, User.team, ProblemRow.slug, func.count(Submission.id))
                         .join(User, User.id == Submission.user_id)
                         .join(ProblemRow, ProblemRow.id == Submission.problem_id), contest)
     query = query.where(Submission.created_at >= contest.freeze_at).group_by(
         User.name, User.team, ProblemRow.slug)
-    pending: dict[RowKey, dict[str, int]] = {}
+    pending: dict[RowKey, dict] = {}
     for name, team, slug, count in s.execute(query):
-        row = pending.setdefault(row_key(contest, name, team), {})
-        row[slug] = row.get(slug, 0) + count
+        row = pending.setdefault(row_key(contest, name, team), {"problems": {}, "members": set()})
+        row["problems"][slug] = row["problems"].get(slug, 0) + count
+        row["members"].add(name)
     return pending
 
 
@@ -595,8 +596,17 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     if frozen:
         computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
         pending = pending_since(s, contest)
-        for row in computed.board["rows"]:
-            row["pending"] = pending.get(key_of(row), {})
+        rows = computed.board["rows"]
+        for row in rows:
+            row["pending"] = pending.pop(key_of(row), {"problems": {}})["problems"]
+        # who has submitted only since the freeze is on the board too, unranked, so that
+        # their pending submissions show
+        for (is_team, name), since in sorted(pending.items(), key=lambda item: item[0][1]):
+            row = {"name": name, "total": 0.0, "reached_at": None, "problems": {},
+                   "rank": None, "pending": since["problems"]}
+            if contest.teams:
+                row.update(team=is_team, members=sorted(since["members"]))
+            rows.append(row)
     with _RESULTS_LOCK:
         _RESULTS[cache_key] = computed
     return computed

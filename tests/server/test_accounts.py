@@ -226,10 +226,15 @@ def test_a_frozen_public_board_for_visitors_contestants_and_organizers(api):
     submit(api, "alice", 100, minutes_ago=60)
     submit(api, "bob", 50, minutes_ago=50)
     submit(api, "bob", 150)  # after the freeze
+    with db.session(api.config.database_url) as s:
+        _, carol = accounts.create_user(s, "carol")
+    api.tokens["carol"] = carol
+    submit(api, "carol", 10, verdict="WA")  # only after the freeze
     seen = board(api)  # a visitor, signed out
     assert seen["shown"] == "frozen" and seen["me"] is None and seen["frozen_at"]
-    assert [(r["name"], r["total"]) for r in seen["rows"]] == [("alice", 100), ("bob", 50)]
-    assert seen["rows"][1]["pending"] == {"vector_add": 1} and seen["rows"][0]["pending"] == {}
+    assert [(r["name"], r["rank"], r["total"]) for r in seen["rows"]] == [
+        ("alice", 1, 100), ("bob", 2, 50), ("carol", None, 0)]
+    assert [r["pending"] for r in seen["rows"]] == [{}, {"vector_add": 1}, {"vector_add": 1}]
     assert [point[1] for point in seen["rows"][1]["series"]] == [50]
     mine = board(api, bearer(api, "bob"))
     assert mine["me"]["rank"] == 2 and mine["me"]["live"]["total"] == 150

@@ -558,7 +558,7 @@ async function leaderboardPage() {
         ${me.live ? `<div class="card" id="my-live">mine now<b>${num(me.live.total)}</b></div>` : ""}</div>` : ""}
       <div class="scroll"><table id="board"><tr><th class="num">rank</th><th>${who}</th><th class="num">total</th>
         ${board.problems.map((p) => `<th class="num">${esc(p)}</th>`).join("")}</tr>
-      ${board.rows.map((r) => `<tr class="${me && r.name === me.name && !!r.team === me.team ? "me" : ""}"><td class="num">${r.rank}</td>
+      ${board.rows.map((r) => `<tr class="${me && r.name === me.name && !!r.team === me.team ? "me" : ""}"><td class="num">${r.rank ?? "–"}</td>
         <td>${esc(r.name)}${r.members ? ` <span class="muted">${esc(r.members.join(", "))}</span>` : ""}</td><td class="num">${num(r.total)}</td>
         ${board.problems.map((p) => `<td class="num">${num(r.problems[p])}${pending(r, p)}</td>`).join("")}</tr>`).join("")}
       </table></div>${scoreChart(board, contest)}`;
