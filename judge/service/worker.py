@@ -18,7 +18,12 @@ from functools import cache
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_init, worker_process_init, worker_shutting_down
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutting_down,
+)
 from sqlalchemy.exc import DBAPIError
 
 from judge.host import processes
@@ -248,6 +253,14 @@ def worker_pool():
     atexit.register(pool.close)
     pool.prepare(startup_env(sandbox, device))
     return device, pool
+
+
+@worker_process_shutdown.connect
+def _close_pool(**_kwargs) -> None:
+    """A pool process that stops removes its warm slot (harnesses, job folder, cgroups): the
+    atexit hook does not run in a prefork child, and each stop left two cgroups behind."""
+    if worker_pool.cache_info().currsize:
+        worker_pool()[1].close()
 
 
 @worker_process_init.connect

@@ -32,6 +32,13 @@ def alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if not processes.ended(pid)}
 
 
+def run_cgroups() -> set[Path]:
+    """The judge's run cgroups on this host (sandbox/cgroup.py), in every hierarchy."""
+    from sandbox.cgroup import PARENT, ROOT
+
+    return set(ROOT.glob(f"*/{PARENT}/run-*")) | set(ROOT.glob(f"{PARENT}/run-*"))
+
+
 def workers_started(stack: Stack, proc: subprocess.Popen) -> set[int]:
     """The serve process's tree once its worker judged something (so its pool and warm slots
     are up): more than the API process alone."""
@@ -74,6 +81,7 @@ def stack(tmp_path):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_serve_stops_its_workers_after_the_running_judging(stack, signum):
+    cgroups = run_cgroups()
     stack.serve()
     proc = stack.procs[0]
     everything = workers_started(stack, proc)
@@ -83,6 +91,8 @@ def test_a_signal_to_serve_stops_its_workers_after_the_running_judging(stack, si
     assert proc.wait(90) == 0, stack.logs()
     wait_for(lambda: not alive(everything), 20, "serve's workers to exit")
     judged_before_exit(stack, stack.env["KJUDGE_DATABASE_URL"], sid)
+    # the warm slot started for the next judging is removed too: no cgroup is left behind
+    assert run_cgroups() <= cgroups, sorted(map(str, run_cgroups() - cgroups))
 
 
 def test_a_sigkilled_serve_takes_its_workers_with_it(stack):
