@@ -21,7 +21,7 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from judge.service.models import ApiToken, LoginFailure, User, WebSession, utcnow
 from judge.service.store import ServiceError, aware
@@ -111,7 +111,9 @@ def create_token(s: Session, user: User, name: str) -> tuple[ApiToken, str]:
 def user_by_token(s: Session, token: str | None) -> User | None:
     if not token:
         return None
-    row = s.scalar(select(ApiToken).where(ApiToken.token_hash == digest(token)))
+    # the token with its user in one query: every request signed by a token asks this
+    row = s.scalar(select(ApiToken).options(joinedload(ApiToken.user))
+                   .where(ApiToken.token_hash == digest(token)))
     if row is None:
         return None
     now = utcnow()
@@ -151,7 +153,8 @@ def open_session(s: Session, user: User, config: Settings) -> str:
 def user_by_session(s: Session, secret: str | None) -> User | None:
     if not secret:
         return None
-    row = s.scalar(select(WebSession).where(WebSession.secret_hash == digest(secret)))
+    row = s.scalar(select(WebSession).options(joinedload(WebSession.user))
+                   .where(WebSession.secret_hash == digest(secret)))
     if row is None or aware(row.expires_at) <= utcnow():
         return None
     return row.user
@@ -207,7 +210,6 @@ class Created:
     team: str | None
     role: str
     password: str  # as given in the file, or generated
-    token: str
 
 
 COLUMNS = ("name", "team", "role", "password")
@@ -271,8 +273,8 @@ def import_users(s: Session, rows: list[NewUser], skip_existing: bool = False) -
         if row.name in existing:
             continue
         password = row.password or generate_password()
-        user, token = create_user(s, row.name, row.role == "admin", row.team, password)
-        created.append(Created(user.name, user.team, user.role, password, token))
+        user, _ = create_user(s, row.name, row.role == "admin", row.team, password)
+        created.append(Created(user.name, user.team, user.role, password))
     return created
 
 

@@ -341,7 +341,7 @@ def cmd_user_reset(args: argparse.Namespace) -> int:
 def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
     from judge.service import store
 
-    _accounts(lambda s: store.unfreeze(s, store.get_contest(s, args.slug)))
+    _accounts(lambda s: store.unfreeze(store.get_contest(s, args.slug)))
     print(f"contest {args.slug}: the final board is published")
     return EXIT_OK
 

@@ -505,7 +505,7 @@ def _routes(app: FastAPI) -> None:
     def unfreeze_contest(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
         """Publish the final board now (before its thaw time)."""
         contest = store.get_contest(s, slug)
-        store.unfreeze(s, contest)
+        store.unfreeze(contest)
         return contest_view(contest)
 
     @app.get("/api/contests")

@@ -443,7 +443,7 @@ def frozen_cuts(s: Session) -> tuple[tuple[int, datetime], ...]:
     return tuple((c.id, aware(c.freeze_at)) for c in contests if contest_frozen(c))
 
 
-def unfreeze(s: Session, contest: Contest) -> None:
+def unfreeze(contest: Contest) -> None:
     """Publish the final board now."""
     if contest.freeze_at is None:
         raise ServiceError(409, f"contest {contest.slug} has no freeze")
