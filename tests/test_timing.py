@@ -1,6 +1,7 @@
 """The judge's clock against the harness's reports (judge/judging/timing.py), on synthetic samples."""
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -174,6 +175,31 @@ def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp
     finally:
         shared.close()
     assert not (tmp_path / "fresh.raw").exists()
+
+
+def test_inputs_drawn_on_another_device_are_copied_through_the_host(tmp_path):
+    """On a GPU the judge draws each round's inputs on the device: the write must bring them to
+    the host first (a device pointer handed to memmove crashed the judge at the first timed
+    round). A tensor of the meta device, which has no host memory at all, stands in for one:
+    its write is refused by torch with an error, never a crash of the process."""
+    import subprocess
+    import sys
+
+    script = f"""
+import torch
+from pathlib import Path
+from judge.judging.shared import SharedTensors
+shared = SharedTensors(Path({str(tmp_path / "fresh.raw")!r}), [([4], "float32")],
+                       writable_by_others=False)
+try:
+    shared.write([torch.empty(4, device="meta")])
+except (NotImplementedError, RuntimeError, ValueError) as exc:
+    print("refused:", type(exc).__name__)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, f"the process died ({done.returncode}): {done.stderr[-500:]}"
+    assert "refused:" in done.stdout
 
 
 def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():

@@ -50,8 +50,10 @@ class SharedTensors:
             poison(t)
 
     def write(self, values: list[torch.Tensor]) -> None:
+        """Copy `values` into the file, through the host: the judge draws a round's inputs on
+        the judged device, and a device pointer handed to memmove is a crash, not a copy."""
         for target, value in zip(self.tensors, values):
-            _copy(target, value.to(target.dtype).contiguous())
+            _copy(target, value.to(device="cpu", dtype=target.dtype).contiguous())
 
     def poison(self) -> None:
         _copy(self._whole, self._poisoned)
@@ -76,7 +78,10 @@ def _views(whole: torch.Tensor, specs: list[Spec], sizes: list[int]) -> list[tor
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> None:
-    """memcpy on this thread (torch's copy_ may hand parts to its worker threads)."""
+    """memcpy on this thread (torch's copy_ may hand parts to its worker threads); both tensors
+    in host memory."""
+    if source.device.type != "cpu" or target.device.type != "cpu":
+        raise ValueError(f"memmove copies host memory, not {source.device} to {target.device}")
     if target.nbytes != source.nbytes:
         raise ValueError(f"{source.nbytes} bytes do not fit {target.nbytes}")
     ctypes.memmove(target.data_ptr(), source.data_ptr(), target.nbytes)
