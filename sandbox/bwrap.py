@@ -20,9 +20,16 @@ ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
 
 
 def python_paths() -> list[str]:
-    """The interpreter's installation and the active virtual environment."""
+    """The interpreter's installation, the active virtual environment, and package folders that
+    a .pth file adds from elsewhere (another venv's site-packages: deploy/gpu-env.sh on a machine
+    whose python3 is itself a venv). Never other sys.path entries: the judge's own checkout is
+    one of them."""
     paths = {sys.base_prefix, sys.prefix, str(Path(sys.executable).parent)}
-    return sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
+    paths |= {p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")
+              and Path(p).is_dir()}
+    paths = {p for p in paths if not p.startswith("/usr/") and p != "/usr"}
+    return sorted(p for p in paths  # each folder once: none inside another one bound
+                  if not any(p.startswith(other + os.sep) for other in paths))
 
 
 class BwrapSandbox(CommandSandbox):

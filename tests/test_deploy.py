@@ -88,29 +88,43 @@ def test_the_gpu_selftest_script_parses_and_runs_the_table_and_the_gpu_tests():
     assert "bench/gpu_selftest.py" in text and "-m gpu tests/gpu" in text
 
 
-def test_the_gpu_environment_is_seen_by_a_harness_started_with_E_s(tmp_path):
+@pytest.mark.parametrize("base_is_a_venv", [False, True], ids=["plain_base", "venv_base"])
+def test_the_gpu_environment_is_seen_by_a_harness_started_with_E_s(tmp_path, base_is_a_venv):
     """deploy/gpu-env.sh unpacks the bundle of packages into a --system-site-packages venv: a
     Python started as the harness is (-E -s, PYTHONPATH ignored) sees the bundle's packages, the
-    base interpreter's own, and the judge through a .pth file."""
+    base interpreter's own, and the judge through a .pth file. On the device machines python3 is
+    itself a venv (/opt/torch/.venv, where torch lives): its packages are seen too."""
     staged = tmp_path / "staged"
     (staged / "kjudge_probe_pkg").mkdir(parents=True)
     (staged / "kjudge_probe_pkg" / "__init__.py").write_text("FROM_BUNDLE = True\n")
     bundle = tmp_path / "site-packages.tar.xz"
     subprocess.run(["tar", "-C", staged, "-cJf", bundle, "."], check=True)
+    base = sys._base_executable
+    probe = "import kjudge_probe_pkg, pip, judge, sys; print(kjudge_probe_pkg.FROM_BUNDLE, " \
+            "sys.flags.ignore_environment)"
+    if base_is_a_venv:  # laid out as the device machine's: packages only in the base venv
+        subprocess.run([base, "-m", "venv", "--without-pip", tmp_path / "torch-venv"], check=True)
+        base = str(tmp_path / "torch-venv" / "bin" / "python3")
+        site = subprocess.run([base, "-c", "import site; print(site.getsitepackages()[0])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        (Path(site) / "kjudge_base_pkg.py").write_text("IN_BASE_VENV = True\n")
+        probe = probe.replace("import ", "import kjudge_base_pkg, ", 1)
     venv = tmp_path / "venv"
     script = f'. deploy/gpu-env.sh && kjudge_gpu_python "{bundle}"'
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys._base_executable, "KJUDGE_GPU_VENV": str(venv),
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": base, "KJUDGE_GPU_VENV": str(venv),
            "PYTHONPATH": "/nonexistent"}
     done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     python = done.stdout.strip().splitlines()[-1]
     assert python == f"{venv}/bin/python"
-    probe = ("import kjudge_probe_pkg, pip, judge, sys; "
-             "print(kjudge_probe_pkg.FROM_BUNDLE, sys.flags.ignore_environment)")
     seen = subprocess.run([python, "-E", "-s", "-c", probe], env=env, capture_output=True,
                           text=True, timeout=60)
     assert seen.stdout.split() == ["True", "1"], seen.stderr
+    if base_is_a_venv:  # and the sandboxes bind the base venv's packages beside the new venv
+        bound = subprocess.run([python, "-c", "from sandbox.bwrap import python_paths; "
+                                "print(python_paths())"], env=env, capture_output=True, text=True)
+        assert site in bound.stdout and str(venv) in bound.stdout, bound.stdout + bound.stderr
 
 
 def test_the_gpu_bundle_pins_what_is_tested_here_and_keeps_the_library_tilelang_links():
