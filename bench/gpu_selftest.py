@@ -1,146 +1,438 @@
-"""The device self-test: every problem validated on a device, every AC self-test judged N times.
+"""The device self-test: what a lent GPU machine must show, most valuable rows first.
 
-    python bench/gpu_selftest.py [--device cuda] [--repeats 3] [--problems a b] [--budget-s 450]
-                                 [--markdown FILE] [--write]
+    python bench/gpu_selftest.py [--device cuda] [--out DIR] [--budget-s 330] [--stages a b]
 
-1. Validation: each problem's schema and all its self-test submissions (AC, WA, CE, RV, ...)
-   against their expected verdicts on the device (self-tests for another device are skipped).
-2. Reproducibility: each AC self-test that runs on the device is judged `--repeats` times with
-   timing on `--timed-tests` of the device's test points (smallest to largest; 0 = all, the
-   validation above already checked all of them); the table gives the problem speedup (median
-   of the repeats), its spread ((max - min) / median) and the judge overhead per judging (wall
-   time minus the time spent in run_kernel and the baseline).
-Judgings not started within `--budget-s` are listed as skipped. Exit code 1 when a self-test got
-another verdict than expected or a repeat was not AC. `deploy/gpu-selftest.sh` runs it on a GPU
-machine; CI runs it on the CPU for one problem.
+Stages, in this order, each in a child process with a budget of its own (a stage that hangs is
+killed at its budget, its processes with it, and the next one runs):
+
+  device     the device, its clocks and state, the versions, the sandbox and the limits applied
+  languages  one AC judging per language of vector_add (CUDA, Triton, TileLang; on the CPU: C++)
+  spread     one source judged five times: the spread of its speedup
+  clock      a kernel of known duration (1, 5, 20 ms) against the measured time (GPU)
+  floor      the empty call's floor, and the judge's clock honest against honest: the baseline
+             judged as the submission (the allowance the timing must leave, measured here)
+  l2         the L2 flush's effect: a read of data that fits in L2, timed cold and warm (GPU)
+  selftests  every bundled problem's self-tests on the device, against their expected verdicts
+  gputests   the device tests (`pytest -m gpu tests/gpu`: hostile kernels, errors, memory)
+
+Every row is written to DIR/selftest.md (a markdown table) and DIR/figures.jsonl as it finishes,
+so a run that is cut still leaves its table. The sandbox is the strongest that works here
+(judge/host/sandbox.py `sandbox_for_self_tests`: only the judge's own and the problems' bundled
+code runs); the device row says which it is and what it applies. Exit 0 when every row is fine,
+1 when one failed, 3 when the device is not there (the rehearsal on a machine without a GPU ends
+there). `deploy/gpu-selftest.sh` runs it on a GPU machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
-from datetime import date
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.benchmarks_md import report_section  # noqa: E402
-from judge.host.device import detect  # noqa: E402
-from judge.host.sandbox import sandbox_for  # noqa: E402
-from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
-from judge.judging.selftest import run_self_tests  # noqa: E402
-from judge.languages import infer_language  # noqa: E402
-from judge.problem.schema import Problem, ProblemError, load_problem, self_tests  # noqa: E402
-from judge.verdicts import Verdict  # noqa: E402
+NO_DEVICE = 3
+SPREAD_JUDGINGS = 5
 
 
-def timed_subset(problem: Problem, device_kind: str, count: int) -> list[str] | None:
-    """`count` of the device's timed test points, evenly spread from smallest to largest (all if 0)."""
-    points = [t.name for t in problem.tests_for(device_kind) if t.timed and not t.sample]
-    if count <= 0 or len(points) <= count:
-        return None
-    step = (len(points) - 1) / (count - 1) if count > 1 else 0
-    return sorted({points[round(i * step)] for i in range(count)}, key=points.index)
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    budget_s: float
+    run: Callable[[Context], None]
+    gpu_only: bool = False
 
 
-def repeat_row(problem: Problem, path: Path, device, sandbox, repeats: int,
-               tests: list[str] | None) -> dict:
-    source = path.read_text()
-    language = infer_language(path, source)
-    speedups, overheads, verdicts = [], [], []
-    for _ in range(repeats):
-        result = judge_source(problem, source, language=language, device=device, sandbox=sandbox,
-                              options=JudgeOptions(timing=True, tests=tests))
-        verdicts.append(result.verdict.value)
-        overheads.append(result.wall_s - result.kernel_s)
-        if result.verdict is Verdict.AC and result.speedup:
-            speedups.append(result.speedup)
-    median = statistics.median(speedups) if speedups else None
-    spread = (max(speedups) - min(speedups)) / median if len(speedups) > 1 else None
-    return {"problem": problem.slug, "language": language.name, "file": path.name,
-            "tests": len(tests) if tests else len(problem.tests_for(device.kind)),
-            "verdict": "/".join(sorted(set(verdicts))), "speedup": median, "spread": spread,
-            "overhead_s": statistics.median(overheads), "ok": set(verdicts) == {"AC"}}
+class Context:
+    """What a stage has: the device, the sandbox, and the row writer."""
+
+    def __init__(self, device_name: str, sandbox_name: str, out: Path, stage: str):
+        from judge.host.device import detect
+
+        self.device = detect(device_name)
+        self.sandbox = _sandbox(self.device, sandbox_name)
+        self.out, self.stage = out, stage
+        self.failed = False
+
+    def row(self, what: str, ok: bool, result: str, figures: dict | None = None,
+            seconds: float | None = None) -> None:
+        self.failed |= not ok
+        write_row(self.out, self.stage, what, ok, result, figures or {}, seconds)
+
+    def judge(self, problem, path: Path, tests: list[str] | None = None, timing: bool = True,
+              source: str | None = None, language: str | None = None):
+        from judge.judging.pipeline import JudgeOptions, judge_source
+
+        return judge_source(problem, source or path.read_text(), language=language,
+                            filename=path.name, device=self.device, sandbox=self.sandbox,
+                            options=JudgeOptions(timing=timing, tests=tests))
 
 
-def fmt(value, pattern: str) -> str:
-    return "-" if value is None else format(value, pattern)
+def _sandbox(device, name: str):
+    from judge.host.sandbox import sandbox_for, sandbox_for_self_tests
+    from sandbox.trusted import TrustedSandbox
+
+    if name == "best":
+        return sandbox_for_self_tests(device)
+    return TrustedSandbox() if name == "trusted" else sandbox_for(device, name)
 
 
-def table(rows: list[dict]) -> str:
-    lines = ["| problem | language | submission | test points | verdict | speedup | spread | "
-             "judge overhead |", "|---|---|---|---:|---|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['problem']} | {r['language']} | {r['file']} | {r['tests']} | "
-                     f"{r['verdict']} | "
-                     f"{fmt(r['speedup'], '.3f')} | "
-                     f"{'-' if r['spread'] is None else format(100 * r['spread'], '.2f') + ' %'} | "
-                     f"{fmt(r['overhead_s'], '.1f')} s |")
-    return "\n".join(lines)
+def write_row(out: Path, stage: str, what: str, ok: bool, result: str, figures: dict,
+              seconds: float | None) -> None:
+    shown = ", ".join(f"{k} {_short(v)}" for k, v in figures.items() if v is not None)
+    line = (f"| {stage} | {what} | {'ok' if ok else '**FAIL**'} {result} | {shown} | "
+            f"{'' if seconds is None else f'{seconds:.1f}'} |")
+    with open(out / "selftest.md", "a") as f:
+        f.write(line.replace("\n", " ") + "\n")
+    with open(out / "figures.jsonl", "a") as f:
+        f.write(json.dumps({"stage": stage, "what": what, "ok": ok, "result": result,
+                            "figures": figures, "seconds": seconds}, default=str) + "\n")
+    print(line, flush=True)
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return str(value)
+
+
+def _problem(slug: str):
+    from judge.problem.schema import load_problem
+
+    return load_problem(ROOT / "problems" / slug)
+
+
+def _timing_figures(result) -> dict:
+    timed = [t for t in result.tests if t.time_ms is not None]
+    return {"speedup": result.speedup, "ms": [t.time_ms for t in timed],
+            "floor_ms": [t.floor_ms for t in timed],
+            "clock_excess_ms": [t.clock_excess_ms for t in timed],
+            "flags": len(result.flags) or None}
+
+
+def _verdict_text(result) -> str:
+    from judge.verdicts import Verdict
+
+    text = result.verdict.value
+    if result.verdict is not Verdict.AC:
+        detail = result.message or next((f"{t.name}: {t.message}" for t in result.tests
+                                         if t.verdict not in (None, Verdict.AC)), "")
+        text += f" ({detail.strip()[:300]})"
+    return text
+
+
+# -- stages ---------------------------------------------------------------------------------
+def stage_device(ctx: Context) -> None:
+    import torch
+
+    from judge.host.device import queue_device
+    from judge.host.sandbox import isolation
+    from judge.host.telemetry import gpu_state
+    from judge.languages import get_language
+
+    device = ctx.device
+    ctx.row("device", True, f"{device.model} ({device.torch_name})",
+            {"arch": device.arch, "cache_mib": device.cache_bytes / 2**20,
+             "memory_gib": (device.memory_bytes or 0) / 2**30 or None,
+             "queue": queue_device(device)})
+    if device.kind == "cuda":
+        state = gpu_state(device)
+        ctx.row("gpu state", state is not None, "NVML" if state else "NVML not readable",
+                state or {})
+    versions = {"python": sys.version.split()[0], "torch": torch.__version__,
+                "torch_cuda": torch.version.cuda}
+    for name in ("triton", "tilelang"):
+        versions[name] = get_language(name).toolchain_version()
+    versions["nvcc"] = get_language("cuda").toolchain_version()
+    ctx.row("versions", True, "", versions)
+    ctx.row("sandbox", True, ctx.sandbox.name, isolation(ctx.sandbox))
+
+
+def _language_sources(device_kind: str) -> list[tuple[str, Path]]:
+    from judge.languages import infer_language
+
+    folder = ROOT / "problems" / "vector_add"
+    wanted = ("cuda", "triton", "tilelang") if device_kind != "cpu" else ("cpp", "triton",
+                                                                         "tilelang")
+    found: dict[str, Path] = {}
+    for path in [*sorted((folder / "solutions" / "AC").glob("*.*")),
+                 *sorted((folder / "templates").glob("*.*"))]:
+        language = infer_language(path, path.read_text()).name
+        if language in wanted and "setmaxnreg" not in path.name:
+            found.setdefault(language, path)
+    return [(name, found[name]) for name in wanted if name in found]
+
+
+def stage_languages(ctx: Context) -> None:
+    from judge.verdicts import Verdict
+
+    problem = _problem("vector_add")
+    points = [t.name for t in problem.tests_for(ctx.device.kind) if t.timed][:2]
+    for language, path in _language_sources(ctx.device.kind):
+        started = time.monotonic()
+        result = ctx.judge(problem, path, tests=points, language=language)
+        ctx.row(f"vector_add {language} ({path.name})", result.verdict is Verdict.AC,
+                _verdict_text(result), _timing_figures(result), time.monotonic() - started)
+
+
+def stage_spread(ctx: Context) -> None:
+    from judge.verdicts import Verdict
+
+    if ctx.device.kind == "cpu":
+        problem, path, tests = _problem("vector_add"), None, None
+        path = ROOT / "problems/vector_add/solutions/AC/loop.cpp"
+    else:
+        problem = _problem("rmsnorm")
+        path = problem.path / "templates/cuda.cu"
+        tests = ["r4096_h4096", "r16384_h7168", "r512_h7168"]
+    speedups, started = [], time.monotonic()
+    for _ in range(SPREAD_JUDGINGS):
+        result = ctx.judge(problem, path, tests=tests)
+        if result.verdict is not Verdict.AC:
+            ctx.row(f"{problem.slug} {path.name}", False, _verdict_text(result))
+            return
+        speedups.append(result.speedup)
+    spread = (max(speedups) - min(speedups)) / statistics.median(speedups)
+    ctx.row(f"{problem.slug} {path.name} x{SPREAD_JUDGINGS}", spread <= 0.01 or
+            ctx.device.kind == "cpu", f"spread {100 * spread:.2f} % (target 1 %)",
+            {"speedups": speedups}, time.monotonic() - started)
+
+
+def _spin_kernel(ctx: Context, source: str):
+    from judge.harness import main as harness
+    from judge.languages import get_language
+    from sandbox import SandboxLimits
+
+    built = get_language("cuda").compile(source, ctx.device, ctx.sandbox,
+                                         SandboxLimits(memory_mb=4096, pids=512), 120)
+    if not built.ok:
+        raise RuntimeError(f"the spin kernel did not compile: {built.log[-500:]}")
+    return harness.load_native(str(built.artifact),
+                               [{"name": "ns", "role": "scalar", "dtype": "int64"}])
+
+
+def _median_call_ms(device, fn, reps: int = 21, flush: bool = True) -> float:
+    for _ in range(3):
+        device.time_call(fn)
+    samples = []
+    for _ in range(reps):
+        if flush:
+            device.flush_cache()
+        device.synchronize()
+        samples.append(device.time_call(fn))
+    return statistics.median(samples)
+
+
+def stage_clock(ctx: Context) -> None:
+    from judge.harness import main as harness
+    from tests.gpu.test_gpu import SPIN_CU
+
+    call, check = _spin_kernel(ctx, SPIN_CU)
+    device = harness.Device(ctx.device.torch_name, ctx.device.flush_bytes)
+    for ms in (1, 5, 20):
+        measured = _median_call_ms(device, lambda ms=ms: call(ms * 1_000_000))
+        error = (measured - ms) / ms
+        ctx.row(f"spin {ms} ms", abs(error) < 0.02 or ms == 1, f"error {100 * error:+.2f} %",
+                {"measured_ms": measured})
+    empty = _median_call_ms(device, lambda: call(0), reps=101)
+    ctx.row("empty kernel", empty < 0.1, f"{1000 * empty:.1f} µs per call",
+            {"empty_call_ms": device.empty_call_ms, "settle_floor_ms": device.settle_floor_ms})
+
+
+def stage_floor(ctx: Context) -> None:
+    from judge.verdicts import Verdict
+
+    for slug in ("vector_add", "softmax"):
+        problem = _problem(slug)
+        baseline = problem.path / problem.spec.baseline
+        started = time.monotonic()
+        result = ctx.judge(problem, baseline)  # honest against honest: the same code twice
+        ok = result.verdict is Verdict.AC
+        if not ok:
+            ctx.row(f"{slug} baseline vs itself", False, _verdict_text(result))
+            continue
+        for t in (t for t in result.tests if t.time_ms is not None):
+            ctx.row(f"{slug} baseline vs itself, {t.name}", True,
+                    f"speedup {t.speedup:.3f}",
+                    {"reported_ms": t.time_ms, "floor_ms": t.floor_ms,
+                     "clock_excess_ms": t.clock_excess_ms,
+                     "prepare_excess_ms": t.prepare_excess_ms,
+                     "excess_fraction": (t.clock_excess_ms or 0) / t.time_ms if t.time_ms
+                     else None})
+        ctx.row(f"{slug} judging", True, f"{len(result.flags)} flags",
+                {"flags": result.flags[:3] or None}, time.monotonic() - started)
+
+
+def stage_l2(ctx: Context) -> None:
+    import torch
+
+    from judge.harness import main as harness
+
+    device = harness.Device(ctx.device.torch_name, ctx.device.flush_bytes)
+    size = min(ctx.device.cache_bytes // 4, 16 * 2**20)  # fits in L2 with room to spare
+    data = torch.ones(size // 4, device=ctx.device.torch_name)
+
+    def read():
+        data.sum()
+
+    cold = _median_call_ms(device, read, reps=51, flush=True)
+    warm = _median_call_ms(device, read, reps=51, flush=False)
+    ctx.row(f"read {size / 2**20:.0f} MiB", cold > warm, f"cold / warm {cold / warm:.2f}",
+            {"cold_ms": cold, "warm_ms": warm, **device.describe()})
+
+
+def stage_selftests(ctx: Context) -> None:
+    from judge.judging.selftest import run_self_tests
+    from judge.problem.schema import ProblemError
+
+    slugs = sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.yaml"))
+    if ctx.device.kind == "cpu":
+        slugs = ["vector_add"]  # the rehearsal: one problem proves the stage runs
+    for slug in ["vector_add", *(s for s in slugs if s != "vector_add")]:
+        started = time.monotonic()
+        try:
+            problem = _problem(slug)
+        except ProblemError as exc:
+            ctx.row(slug, False, f"invalid: {exc}")
+            continue
+        outcomes = run_self_tests(problem, ctx.device, ctx.sandbox, timing=False)
+        ran = [o for o in outcomes if o.status != "skip"]
+        failed = [o for o in outcomes if o.status == "FAIL"]
+        ctx.row(slug, not failed, f"{len(ran) - len(failed)} of {len(ran)} as expected",
+                {"failed": [f"{o.path}: expected {o.expected.value}, got "
+                            f"{o.got.value if o.got else '-'} {o.detail[:200]}"
+                            for o in failed] or None,
+                 "skipped": sum(o.status == "skip" for o in outcomes) or None},
+                time.monotonic() - started)
+
+
+def stage_gputests(ctx: Context) -> None:
+    log = ctx.out / "pytest-gpu.log"
+    started = time.monotonic()
+    with open(log, "w") as f:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "-m", "gpu", "tests/gpu", "-rs", "--durations=0"],
+                              cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    tail = log.read_text().strip().splitlines()[-1:] or [""]
+    ctx.row("pytest -m gpu tests/gpu", done.returncode == 0, tail[0],
+            seconds=time.monotonic() - started)
+
+
+STAGES = (
+    Stage("device", 40, stage_device),
+    Stage("languages", 90, stage_languages),
+    Stage("spread", 60, stage_spread),
+    Stage("clock", 30, stage_clock, gpu_only=True),
+    Stage("floor", 45, stage_floor),
+    Stage("l2", 20, stage_l2, gpu_only=True),
+    Stage("selftests", 90, stage_selftests),
+    Stage("gputests", 90, stage_gputests, gpu_only=True),
+)
+
+
+# -- the run ---------------------------------------------------------------------------------
+def run_stage(name: str, device: str, sandbox: str, out: Path) -> int:
+    stage = next(s for s in STAGES if s.name == name)
+    ctx = Context(device, sandbox, out, name)
+    try:
+        stage.run(ctx)
+    except Exception as exc:  # a row that says what broke, and the next stage still runs
+        import traceback
+
+        traceback.print_exc()
+        ctx.row("stage", False, f"{type(exc).__name__}: {exc}"[:400])
+    return 1 if ctx.failed else 0
+
+
+def _kill_tree(pid: int) -> None:
+    """The stage and everything it started, also runs that made sessions of their own."""
+    from sandbox.base import process_tree
+
+    for _ in range(3):
+        for each in process_tree(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(each, signal.SIGKILL)
+        time.sleep(0.1)
+
+
+def orchestrate(args: argparse.Namespace) -> int:
+    from judge.host.device import DeviceUnavailable, detect
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    header = (f"Device self-test, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+              f"device {args.device}, budget {args.budget_s:.0f} s\n\n"
+              "| stage | what | result | figures | s |\n|---|---|---|---|---:|\n")
+    (out / "selftest.md").write_text(header)
+    (out / "figures.jsonl").write_text("")
+    print(header, end="", flush=True)
+    try:
+        device = detect(args.device)
+    except DeviceUnavailable as exc:
+        write_row(out, "device", args.device, False, f"not here: {exc}", {}, None)
+        return NO_DEVICE
+    status = 0
+    for stage in STAGES:
+        if args.stages and stage.name not in args.stages:
+            continue
+        if stage.gpu_only and device.kind == "cpu":
+            write_row(out, stage.name, "-", True, "not run: needs a GPU", {}, None)
+            continue
+        left = args.budget_s - (time.monotonic() - started)
+        budget = min(stage.budget_s * args.stage_scale, left)
+        if budget < 5:
+            write_row(out, stage.name, "-", False, "not run: the budget is spent", {}, None)
+            status = 1
+            continue
+        proc = subprocess.Popen([sys.executable, __file__, "--stage", stage.name,
+                                 "--device", args.device, "--sandbox", args.sandbox,
+                                 "--out", str(out)], cwd=ROOT, start_new_session=True)
+        try:
+            code = proc.wait(budget)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc.pid)
+            proc.wait()
+            write_row(out, stage.name, "-", False, f"cut at its budget of {budget:.0f} s",
+                      {}, budget)
+            status = 1
+            continue
+        if code:
+            status = 1
+    write_row(out, "total", "-", status == 0, "", {}, time.monotonic() - started)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--sandbox", default="auto")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--problems", nargs="*", help="slugs under problems/ (default: all)")
-    parser.add_argument("--budget-s", type=float, default=450.0)
-    parser.add_argument("--timed-tests", type=int, default=3,
-                        help="test points per repeated judging, smallest to largest (0: all)")
-    parser.add_argument("--markdown", type=Path, help="also write the report to this file")
-    parser.add_argument("--write", action="store_true", help="put the table in BENCHMARKS.md")
+    parser.add_argument("--sandbox", default="best",
+                        help="best (the strongest that works here), or a backend's name")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-selftest")
+    parser.add_argument("--budget-s", type=float, default=330.0)
+    parser.add_argument("--stage-scale", type=float, default=1.0,
+                        help="multiply every stage's budget (a slower machine)")
+    parser.add_argument("--stages", nargs="*", help="only these stages")
+    parser.add_argument("--stage", help=argparse.SUPPRESS)  # run one stage, in this process
     args = parser.parse_args(argv)
-
-    started = time.monotonic()
-    device = detect(args.device)
-    sandbox = sandbox_for(device, args.sandbox)
-    slugs = args.problems or sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.yaml"))
-    failures, rows, skipped = [], [], []
-    for slug in slugs:
-        try:
-            problem = load_problem(ROOT / "problems" / slug)
-        except ProblemError as exc:
-            failures.append(f"{slug}: invalid: {exc}")
-            continue
-        for outcome in run_self_tests(problem, device, sandbox, timing=False):
-            print(f"{slug:16} {outcome.status:4} expected {outcome.expected.value:3} got "
-                  f"{outcome.got.value if outcome.got else '-':3} {outcome.path} {outcome.detail}",
-                  flush=True)
-            if outcome.status == "FAIL":
-                failures.append(f"{slug}/{outcome.path}: expected {outcome.expected.value}, got "
-                                f"{outcome.got.value if outcome.got else '-'} {outcome.detail}")
-        for expected, path in self_tests(problem):
-            language = infer_language(path, path.read_text())
-            if expected is not Verdict.AC or device.kind not in language.devices:
-                continue
-            if time.monotonic() - started > args.budget_s:
-                skipped.append(f"{slug}/{path.name}")
-                continue
-            subset = timed_subset(problem, device.kind, args.timed_tests)
-            row = repeat_row(problem, path, device, sandbox, args.repeats, subset)
-            print(f"{slug:16} repeat {row}", flush=True)
-            rows.append(row)
-            if not row["ok"]:
-                failures.append(f"{slug}/{path.name}: verdicts {row['verdict']} over the repeats")
-
-    report = (f"{date.today()} · {device.model} ({device.kind}, arch {device.arch or '-'}) · "
-              f"sandbox {sandbox.name} · {args.repeats} judgings per AC self-test · "
-              f"{time.monotonic() - started:.0f} s in all\n\n{table(rows)}\n")
-    if skipped:
-        report += f"\nNot judged within the {args.budget_s:.0f} s budget: {', '.join(skipped)}\n"
-    if failures:
-        report += "\nFailures:\n" + "".join(f"- {f}\n" for f in failures)
-    command = "`bash deploy/gpu-selftest.sh`" if device.kind != "cpu" else (
-        f"`python bench/gpu_selftest.py --device {args.device} --repeats {args.repeats}`")
-    if args.markdown:
-        args.markdown.write_text(report)
-    report_section(f"selftest-{device.kind}", f"Device self-test ({device.kind})",
-                   f"Command: {command}\n\n{report}", args.write)
-    return 1 if failures else 0
+    if args.stage:
+        return run_stage(args.stage, args.device, args.sandbox, args.out)
+    return orchestrate(args)
 
 
 if __name__ == "__main__":

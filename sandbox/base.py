@@ -208,6 +208,9 @@ class Sandbox(ABC):
     # a run is killed when the thread that started it ends (a parent-death signal: bwrap's
     # --die-with-parent, unshare's --kill-child), so only long-lived threads may start runs
     runs_die_with_thread = True
+    # only code the judge's organizers wrote may run in it (sandbox/trusted.py): never a
+    # submission, never chosen by `auto`
+    trusted_code_only = False
 
     @classmethod
     @abstractmethod

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from sandbox.base import Mount, SandboxConfig
@@ -32,6 +34,22 @@ def python_paths() -> list[str]:
                   if not any(p.startswith(other + os.sep) for other in paths))
 
 
+@cache
+def _bwrap_works() -> bool:
+    """bwrap is installed and can make its namespaces here (a container without privileges, or
+    a kernel that refuses user namespaces, has the binary but not the means)."""
+    if shutil.which("bwrap") is None:
+        return False
+    try:
+        done = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+                               "--uid", "65534", "--gid", "65534", "--ro-bind", "/", "/",
+                               "--proc", "/proc", "--dev", "/dev", "true"],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 class BwrapSandbox(CommandSandbox):
     name = "bwrap"
     isolates_filesystem = True
@@ -42,7 +60,7 @@ class BwrapSandbox(CommandSandbox):
 
     @classmethod
     def available(cls, config: SandboxConfig | None = None) -> bool:
-        return shutil.which("bwrap") is not None
+        return _bwrap_works()
 
     @classmethod
     def from_config(cls, config: SandboxConfig, devices: Sequence[str] = (),

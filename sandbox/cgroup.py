@@ -46,6 +46,22 @@ class Cgroup:
     cpus_applied = False  # whether the group's tasks are held to the CPUs asked for
 
     @classmethod
+    def probe(cls) -> dict[str, bool]:
+        """Which of its limits a run gets on this host (a group made, tried and removed): the
+        memory and process caps, the freezer, the CPU set, the CPU time meter. All False where
+        no group can be made (cgroups mounted read-only, as in a container or a microVM)."""
+        cpu = str(min(os.sched_getaffinity(0)))
+        group = cls.create(64 * 2**20, 16, cpu)
+        if group is None:
+            return dict.fromkeys(("memory", "pids", "freezer", "cpus", "cpu_time"), False)
+        try:
+            frozen = group.freeze(True)
+            return {"memory": True, "pids": True, "freezer": frozen and group.freeze(False),
+                    "cpus": group.cpus_applied, "cpu_time": group.cpu_ns() is not None}
+        finally:
+            group.remove()
+
+    @classmethod
     def _create_v2(cls, name: str, memory_bytes: int, pids: int) -> Cgroup:
         parent = ROOT / PARENT
         parent.mkdir(exist_ok=True)

@@ -213,7 +213,10 @@ class JudgingRun:
         # uses (none on a one-CPU host, where drawing waits for the round instead)
         self.judge_cpu_set = (os.sched_getaffinity(0) - self.contender_cpu_set
                               if self.contender_cpu_set else None) or None
-        if not sandbox.isolates_filesystem:
+        if sandbox.trusted_code_only:
+            self.result.flags.append("judged in the trusted sandbox, which isolates nothing: "
+                                     "the judge's own self-test code only")
+        elif not sandbox.isolates_filesystem:
             self.result.flags.append(f"judged in the {sandbox.name} sandbox, which isolates "
                                      "neither files nor network: not for untrusted code")
 
@@ -764,6 +767,8 @@ class JudgingRun:
                 f"the {charge.reported_ms:.3f} ms reported (the judge's clock or the run's CPU "
                 "time saw it outside the measured call)")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
+        report.clock_excess_ms = charge.time_excess_ms
+        report.prepare_excess_ms = charge.prepare_excess_ms if self.device.kind != "cpu" else None
         report.samples = sub.n
         seconds = charge.ms / 1000
         metrics = self.spec.metrics

@@ -66,6 +66,10 @@ class TestReport:
     baseline_rse: float | None = None
     samples: int | None = None
     floor_ms: float | None = None  # an empty run_kernel, timed like the submission's calls
+    # what the judge's clock saw per call beyond the report and the baseline's overhead (the
+    # timed request, and the request readying it), charged or not: honest noise, or hidden work
+    clock_excess_ms: float | None = None
+    prepare_excess_ms: float | None = None
     gbps: float | None = None
     tflops: float | None = None
     peak_bandwidth_fraction: float | None = None

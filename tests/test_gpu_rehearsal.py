@@ -1,0 +1,152 @@
+"""The device self-test rehearsed in a container laid out like the lent GPU machine.
+
+No GPU has been lent to this project yet; when one is, `bash deploy/gpu-selftest.sh` gets one
+15-minute try. This runs the same script here first, as that machine will run it: python3 is a
+venv (/opt/torch/.venv) holding only the image's packages (the device tool's KINDS.md list, read
+2026-11-17), the judge's others come from the carried bundle (deploy/fetch-gpu-wheels.sh, made
+here for this Python), no bubblewrap on the system (the carried one finds no namespaces: the
+container has no privileges), cgroups read-only, no network, the working tree as the device tool
+copies it (tracked and untracked-not-ignored files, and the carried .whl). It must go as far as
+the missing GPU (exit 3, with the device row), and with DEVICE=cpu run every stage a CPU can.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import docker_test_image
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "build" / "rehearsal"  # beside .venv: the image's packages are hard links
+BUNDLE = WORK / ".whl" / "site-packages.tar.xz"
+
+# /work/.library/device/KINDS.md, "Python packages already there" (nvidia-h200, 2026-11-17)
+_LENT_IMAGE_LIST = """
+absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
+build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
+cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops
+equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist fsspec gpytorch grpcio
+h11 h5py hf-xet httpcore httpx huggingface-hub humanize hypothesis idna imageio iniconfig
+interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib kiwisolver
+lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml markdown
+markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack multidict
+multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro
+nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13
+nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13
+nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir
+onnxruntime onnxscript opencv-python-headless optax opt-einsum opt-einsum-fx optimistix
+orbax-checkpoint packaging pandas pathspec patsy peft pillow pip pluggy portalocker
+prometheus-client propcache protobuf psutil pyarrow pybind11 py-cpuinfo pygments pyparsing
+pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock pytest-timeout
+pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu safetensors
+scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers
+setuptools shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard
+tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch
+torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm transformers treescope triton
+typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig werkzeug wheel wrapt xarray
+xxhash yarl zipp"""
+LENT_IMAGE_PACKAGES = frozenset(_LENT_IMAGE_LIST.split())  # noqa: SIM905 (read as KINDS.md lists it)
+
+
+def _name(dist: metadata.Distribution) -> str:
+    return dist.metadata["Name"].lower().replace("_", "-")
+
+
+def _image_venv(folder: Path) -> Path:
+    """/opt/torch/.venv as the lent image has it: a venv of the system Python holding the
+    image's packages (hard links of this environment's copies: torch is 750 MB)."""
+    base = sys._base_executable
+    subprocess.run([base, "-m", "venv", "--without-pip", folder], check=True)
+    site = Path(subprocess.run([folder / "bin" / "python3", "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"], check=True,
+                               capture_output=True, text=True).stdout.strip())
+    ours = Path(sysconfig.get_paths()["purelib"])
+    for dist in metadata.distributions(path=[str(ours)]):
+        if _name(dist) not in LENT_IMAGE_PACKAGES:
+            continue
+        tops = {Path(f).parts[0] for f in dist.files or () if not str(f).startswith("..")}
+        for top in tops:
+            if (ours / top).exists() and not (site / top).exists():
+                subprocess.run(["cp", "-al", ours / top, site / top], check=True)
+    return folder
+
+
+def _work_tree(folder: Path) -> Path:
+    """What the device tool sends: tracked and untracked-not-ignored files, and the carried
+    .whl (a bundle for this Python, and this machine's bubblewrap)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = ROOT / os.fsdecode(name)
+        if source.is_file():
+            target = folder / os.fsdecode(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    shutil.copytree(BUNDLE.parent, folder / ".whl")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    """deploy/fetch-gpu-wheels.sh run for this Python (kept in build/ between runs)."""
+    if not BUNDLE.is_file():
+        env = {**os.environ, "PYVER": f"{sys.version_info.major}.{sys.version_info.minor}",
+               "BUNDLE": str(BUNDLE), "XZ_LEVEL": "1", "PYTHON": sys.executable}
+        done = subprocess.run(["bash", "deploy/fetch-gpu-wheels.sh"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return BUNDLE
+
+
+@pytest.mark.slow
+def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_path):
+    image = docker_test_image()
+    if image is None:
+        if os.environ.get("CI"):
+            pytest.fail("no docker test image: run tests/docker_image.sh with dockerd running")
+        pytest.skip("no docker engine or test image here")
+    run = WORK / f"run-{os.getpid()}"
+    shutil.rmtree(run, ignore_errors=True)
+    try:
+        venv = _image_venv(run / "torch-venv")
+        repo = _work_tree(run / "repo")
+        out = tmp_path / "out"
+        out.mkdir()
+        python_home = Path(sys._base_executable).resolve().parents[1]
+        script = (
+            "set -u; cd /work/repo; "
+            "OUT=/out/gpu bash deploy/gpu-selftest.sh; echo \"exit $?\" > /out/gpu.rc; "
+            "DEVICE=cpu OUT=/out/cpu bash deploy/gpu-selftest.sh --budget-s 280; "
+            "echo \"exit $?\" > /out/cpu.rc")
+        done = subprocess.run([
+            "docker", "run", "--rm", "--network", "none",
+            "-v", "/usr:/usr:ro", "-v", "/dev/null:/usr/bin/bwrap:ro",  # no bubblewrap there
+            "-v", f"{python_home}:{python_home}:ro",
+            "-v", f"{ROOT / '.venv'}:{ROOT / '.venv'}:ro",  # the hard links' own folder
+            "-v", f"{venv}:/opt/torch/.venv:ro", "-v", f"{repo}:/work/repo",
+            "-v", f"{out}:/out", "-e", "PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/bin:/bin",
+            "-e", "HOME=/root", image, "bash", "-c", script],
+            capture_output=True, text=True, timeout=900)
+        log = done.stdout[-4000:] + done.stderr[-2000:]
+        assert (out / "gpu.rc").read_text().strip() == "exit 3", log  # as far as the GPU
+        table = (out / "gpu" / "selftest.md").read_text()
+        assert "| device | cuda | **FAIL** not here: no CUDA device is visible" in table, table
+        cpu = (out / "cpu" / "selftest.md").read_text()
+        assert (out / "cpu.rc").read_text().strip() == "exit 0", cpu + log
+        for row in ("| device | sandbox | ok trusted |", "| languages | vector_add cpp",
+                    "| languages | vector_add triton", "| languages | vector_add tilelang",
+                    "| spread | vector_add loop.cpp x5 | ok", "| floor | vector_add baseline",
+                    "| selftests | vector_add | ok", "| total | - | ok"):
+            assert row in cpu, f"{row!r} missing:\n{cpu}"
+        assert "limits {memory: False" in cpu  # read-only cgroups, said in the table
+        assert (out / "cpu" / "selftest.log").stat().st_size > 0
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
