@@ -102,11 +102,16 @@ def test_python_sources_without_run_kernel_are_compile_errors(cpu, default_sandb
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
-@pytest.mark.parametrize("template", sorted(
-    (Path(__file__).parents[1] / "problems").glob("*/templates/cuda.cu")), ids=lambda p: p.parts[-3])
-def test_every_cuda_template_compiles_for_hopper(template, default_sandbox):
+@pytest.mark.parametrize("source", sorted(
+    [*(Path(__file__).parents[1] / "problems").glob("*/templates/cuda.cu"),
+     *(Path(__file__).parents[1] / "problems").glob("*/solutions/AC/*.cu")]),
+    ids=lambda p: str(p.relative_to(Path(__file__).parents[1] / "problems")))
+def test_every_cuda_template_and_accepted_solution_compiles_for_hopper(source, default_sandbox):
+    """For the device's own code (sm_90a proper): a self-test using wgmma compiles only so."""
     h200 = DeviceInfo("cuda", "cuda:0", "H200", 60 * 2**20, arch="sm_90a")
-    result = get_language("cuda").compile(template.read_text(), h200, default_sandbox, LIMITS, 120)
+    cuda = get_language("cuda")
+    assert cuda.gencode(h200) == "-gencode=arch=compute_90a,code=sm_90a"
+    result = cuda.compile(source.read_text(), h200, default_sandbox, LIMITS, 120)
     assert result.ok, result.log
 
 

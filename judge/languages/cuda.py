@@ -69,8 +69,14 @@ class Cuda(NativeLanguage):
     def support_sources(self) -> dict[str, str]:
         return {CHECK_SOURCE: support_source("cuda_check.cu")}
 
+    def gencode(self, device: DeviceInfo) -> str:
+        """The device's own machine code, spelled out: nvcc's `-arch=sm_90a` shorthand was seen
+        to run a plain compute_90 pass too, which rejects wgmma and setmaxnreg."""
+        arch = self.arch(device)
+        return f"-gencode=arch={arch.replace('sm_', 'compute_')},code={arch}"
+
     def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        return [self.compiler, *self.flags, f"-arch={self.arch(device)}", "-shared",
+        return [self.compiler, *self.flags, self.gencode(device), "-shared",
                 "-Xcompiler", "-fPIC", "-o", output, source, CHECK_SOURCE]
 
 
