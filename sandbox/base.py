@@ -233,6 +233,12 @@ class Sandbox(ABC):
         """Whether runs see the host's own system (its libraries, drivers and toolchains)."""
         return True
 
+    @property
+    def system_id(self) -> str:
+        """What names the system runs see when it is not the host's (an image's pinned id): in
+        the compile and JIT cache keys and the record's toolchain. Empty for the host's."""
+        return ""
+
     def path(self, mount: Mount, *parts: str) -> str:
         """Where a host path inside `mount` is seen by the sandboxed command."""
         base = mount.target if self.isolates_filesystem else str(mount.host)

@@ -250,6 +250,10 @@ class DockerSandbox(Sandbox):
         return self.host_python  # else the image's own system
 
     @property
+    def system_id(self) -> str:
+        return "" if self.host_python else self.image_id
+
+    @property
     def gpu_by_request(self) -> bool:
         return bool(self.gpu_uuid)  # the container has only that GPU (MACA: all listed nodes)
 

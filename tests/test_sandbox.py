@@ -6,6 +6,8 @@ import pytest
 
 from sandbox import Mount, SandboxLimits
 
+ROOT = Path(__file__).resolve().parents[1]
+
 HARNESS = Path(__file__).parents[1] / "judge" / "harness"
 
 
@@ -201,6 +203,42 @@ def test_the_cuda_toolkit_is_found_and_shown_to_sandboxes_without_the_path(tmp_p
     assert get_language("cuda").runtime_env(h200)["PATH"].startswith(f"{toolkit}/bin:")
     if get_sandbox("auto").name == "bwrap":
         assert str(toolkit) in get_sandbox("bwrap").extra_system_paths
+
+
+def test_runs_in_an_image_use_the_images_own_toolchain_and_caches_tell_images_apart():
+    """Under Docker with the contest image's own system, nvcc is the image's (found on the
+    image's PATH), CUDA_HOME is the image's business, and compiled artifacts and the recorded
+    toolchain name the image: a host/image CUDA mismatch made every CUDA submission CE."""
+    from judge.host.device import DeviceInfo
+    from judge.languages import get_language
+    from sandbox.docker import DockerSandbox
+    from tests.conftest import docker_test_image
+
+    image = docker_test_image()
+    if image is None:
+        pytest.skip("no docker engine or test image here")
+    in_image, host_bound = DockerSandbox(image=image), DockerSandbox(image=image, host_python=True)
+    h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a")
+    cuda, tilelang = get_language("cuda"), get_language("tilelang")
+    assert cuda.compile_command("s.cu", "a.so", h200, in_image)[0] == "nvcc"
+    assert cuda.compile_command("s.cu", "a.so", h200, host_bound)[0] == cuda.compiler
+    assert cuda.runtime_env(h200, in_image) == {}
+    assert "CUDA_HOME" not in tilelang.runtime_env(h200, in_image)
+    assert image[:19] in cuda.toolchain_version(in_image)
+    assert cuda.toolchain_version(host_bound) == cuda.toolchain_version()
+    assert cuda.cache_key("x", h200, in_image) != cuda.cache_key("x", h200, host_bound)
+
+
+def test_the_harness_puts_a_languages_path_before_the_images_own():
+    """The image's PATH (PyTorch images keep Python in /opt/conda/bin) survives a language's."""
+    import subprocess
+    import sys
+
+    probe = ("from judge.harness.main import configure; import os; "
+             "configure({'env': {'PATH': '/kj/cuda/bin:/usr/bin'}}); print(os.environ['PATH'])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={"PATH": "/opt/conda/bin:/usr/bin:/bin"}, cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "/kj/cuda/bin:/usr/bin:/opt/conda/bin:/bin", done.stderr
 
 
 def test_the_process_backend_keeps_runs_out_of_the_hosts_processes_and_network(tmp_path):

@@ -604,7 +604,12 @@ def configure(config: dict) -> None:
     """What the judging sets in this process before anything else runs in it: the language's
     environment, the file size limit (only ever lowered) and the CPUs (the control group holds
     them too, where the host has one)."""
-    os.environ.update(config.get("env") or {})
+    env = dict(config.get("env") or {})
+    if "PATH" in env:  # the language's folders first, the image's own kept (/opt/conda/bin)
+        env["PATH"] = os.pathsep.join(dict.fromkeys(
+            f for f in (env["PATH"] + os.pathsep + os.environ.get("PATH", "")).split(os.pathsep)
+            if f))
+    os.environ.update(env)
     limit = config.get("file_size_bytes")
     if limit is not None:
         _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

@@ -49,7 +49,8 @@ flush_bytes, cpu_threads, gpu_memory_bytes, operator_rule (null, or the allow-li
 operators the harness enforces: {"id", "message", "allowed"}), packages (the language's runtime
 packages: their operators are not the submission's; their versions are reported), and what the
 harness applies to
-its own process before anything else runs there: env (the language's environment), cpus (a list),
+its own process before anything else runs there: env (the language's environment; its PATH goes
+before the process's own), cpus (a list),
 file_size_bytes (RLIMIT_FSIZE, only lowered).
 """
 

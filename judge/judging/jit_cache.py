@@ -24,6 +24,7 @@ from pathlib import Path
 
 from judge.host.device import DeviceInfo
 from judge.languages.base import Language, cache_root
+from sandbox import Sandbox
 
 MAX_BYTES = 256 * 2**20
 FOLDER = "jit-cache"  # in a run's scratch directory
@@ -33,14 +34,16 @@ def root() -> Path:
     return cache_root().parent / "jit"
 
 
-def key(language: Language, source: str, device: DeviceInfo) -> str:
-    material = json.dumps([language.name, language.toolchain_version(), device.kind, device.arch,
-                           source])
+def key(language: Language, source: str, device: DeviceInfo,
+        sandbox: Sandbox | None = None) -> str:
+    material = json.dumps([language.name, language.toolchain_version(sandbox), device.kind,
+                           device.arch, source])
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
-def entry(language: Language, source: str, device: DeviceInfo) -> Path:
-    return root() / key(language, source, device)
+def entry(language: Language, source: str, device: DeviceInfo,
+          sandbox: Sandbox | None = None) -> Path:
+    return root() / key(language, source, device, sandbox)
 
 
 def restore(cached: Path, scratch: Path) -> Path:

@@ -202,7 +202,7 @@ class JudgingRun:
         self.result.applied = {
             "device": device.torch_name, "device_kind": device.kind, "device_model": device.model,
             "sandbox": sandbox.name,
-            "toolchain": language.toolchain_version(), "judge": judge.__version__,
+            "toolchain": language.toolchain_version(sandbox), "judge": judge.__version__,
         }
         self.kernel_ms = 0.0
         self.contender_cpus = contender_cpus(device)
@@ -420,10 +420,10 @@ class JudgingRun:
         """Hand the slot's harness for `role` its artifact, limits and config (not waiting for
         it to load); a JIT's cache from earlier judgings of this very source (judge/judging/jit_cache.py)."""
         warm = self.slot.harnesses[role]
-        env = language.runtime_env(self.device)
+        env = language.runtime_env(self.device, self.sandbox)
         cache = None
         if language.jit_cache_env:
-            cache = jit_cache.entry(language, source, self.device)
+            cache = jit_cache.entry(language, source, self.device, self.sandbox)
             used = jit_cache.restore(cache, warm.scratch.host)
             env |= {name: self.sandbox.path(warm.scratch, used.name)
                     for name in language.jit_cache_env}

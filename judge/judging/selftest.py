@@ -59,7 +59,7 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
                                             f"{language.name} needs a {'/'.join(language.devices)} "
                                             "device"))
             continue
-        if language.toolchain_version() == "missing":
+        if language.toolchain_version(sandbox) == "missing":
             outcomes.append(SelfTestOutcome(rel, expected, None, "skip",
                                             f"the {language.name} toolchain is not installed"))
             continue

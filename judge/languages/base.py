@@ -79,14 +79,24 @@ class Language:
         """run_kernel's declaration in this language, for statements and templates."""
         return signature.python_declaration(args)
 
-    def toolchain_version(self) -> str:
+    def toolchain_version(self, sandbox: Sandbox | None = None) -> str:
+        """The toolchain a run in `sandbox` uses: the host's (its version), or an image's (the
+        image, pinned by its id: its tools are not the host's, whatever the host has)."""
+        if sandbox is not None and sandbox.system_id:
+            return f"the image's: {sandbox.system_id[:19]}"
+        return self.host_toolchain_version()
+
+    def host_toolchain_version(self) -> str:
         return "python"
 
-    def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str] | None:
+    def compile_command(self, source: str, output: str, device: DeviceInfo,
+                        sandbox: Sandbox | None = None) -> list[str] | None:
         """The compiler command line, or None when there is nothing to compile."""
         return None
 
-    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+    def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
+        """What compiles and runs need in their environment, in `sandbox` (None: one that sees
+        the host's system). A PATH given here is put before the run's own."""
         return {}
 
     def support_sources(self) -> dict[str, str]:
@@ -110,9 +120,9 @@ class Language:
             return f"{self.source_name}: run_kernel is not defined at module level"
         return None
 
-    def cache_key(self, source: str, device: DeviceInfo) -> str:
-        command = self.compile_command(self.source_name, "artifact", device)
-        material = json.dumps([self.name, self.toolchain_version(), command, source,
+    def cache_key(self, source: str, device: DeviceInfo, sandbox: Sandbox | None = None) -> str:
+        command = self.compile_command(self.source_name, "artifact", device, sandbox)
+        material = json.dumps([self.name, self.toolchain_version(sandbox), command, source,
                                self.support_sources()])
         return hashlib.sha256(material.encode()).hexdigest()[:24]
 
@@ -122,7 +132,7 @@ class Language:
         problem = self.check_source(source)
         if problem:
             return CompileResult(False, None, problem, time.monotonic() - started)
-        key = self.cache_key(source, device)
+        key = self.cache_key(source, device, sandbox)
         entry = cache_root() / key
         cached = _cached_artifact(entry)
         if cached:
@@ -135,12 +145,12 @@ class Language:
             for name, text in self.support_sources().items():
                 (build / name).write_text(text)
             artifact_name = "artifact.so" if self.loader == "native" else self.source_name
-            command = self.compile_command(self.source_name, artifact_name, device)
+            command = self.compile_command(self.source_name, artifact_name, device, sandbox)
             log, ok, timed_out = "", True, False
             if command:
                 mount = Mount(build, BUILD_DIR, writable=True)
                 result = sandbox.run(command, mounts=[mount], cwd=mount,
-                                     env=self.runtime_env(device), limits=limits,
+                                     env=self.runtime_env(device, sandbox), limits=limits,
                                      timeout_s=timeout_s)
                 log, timed_out = result.output[-MAX_LOG:], result.timed_out
                 ok = result.returncode == 0 and (build / artifact_name).is_file()
@@ -172,13 +182,19 @@ class NativeLanguage(Language):
 
     @property
     def compiler(self) -> str:
+        """The compiler on the host."""
         return getattr(settings(), self.compiler_setting) or self.default_compiler
+
+    def compiler_in(self, sandbox: Sandbox | None) -> str:
+        """The compiler a compile in `sandbox` runs: the host's, or in an image the tool's own
+        name, found on the image's PATH (a host path means nothing there)."""
+        return self.compiler if sandbox is None or sandbox.host_system else self.default_compiler
 
     @property
     def flags(self) -> list[str]:
         return shlex.split(getattr(settings(), self.flags_setting))
 
-    def toolchain_version(self) -> str:
+    def host_toolchain_version(self) -> str:
         return tool_version((self.compiler, "--version"))
 
     def check_source(self, source: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from judge.host.device import DeviceInfo
 from judge.languages.base import NativeLanguage
+from sandbox import Sandbox
 
 
 class Cpp(NativeLanguage):
@@ -13,8 +14,9 @@ class Cpp(NativeLanguage):
     source_name = "submission.cpp"
     compiler_setting, flags_setting, default_compiler = "cxx", "cxxflags", "g++"
 
-    def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        return [self.compiler, *self.flags, "-shared", "-fPIC", "-o", output, source]
+    def compile_command(self, source: str, output: str, device: DeviceInfo,
+                        sandbox: Sandbox | None = None) -> list[str]:
+        return [self.compiler_in(sandbox), *self.flags, "-shared", "-fPIC", "-o", output, source]
 
 
 LANGUAGE = Cpp()

@@ -9,6 +9,7 @@ from pathlib import Path
 from judge.host.device import DeviceInfo
 from judge.languages.base import NativeLanguage, support_source
 from judge.settings import settings
+from sandbox import Sandbox
 from sandbox.base import DEFAULT_PATH
 
 DEFAULT_ARCH = "sm_90a"  # used when compiling without a visible device (compile checks)
@@ -60,8 +61,11 @@ class Cuda(NativeLanguage):
     def arch(self, device: DeviceInfo) -> str:
         return device.arch or settings().cuda_arch or DEFAULT_ARCH
 
-    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
-        """nvcc's own folder first on PATH: sandboxes start from a scrubbed PATH."""
+    def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
+        """nvcc's own folder first on PATH, where runs see the host's system (sandboxes start
+        from a scrubbed PATH); an image's runs keep the image's PATH and its own CUDA."""
+        if sandbox is not None and not sandbox.host_system:
+            return {}
         found = shutil.which(self.compiler)
         folders = [str(Path(found).parent)] if found else []
         return {"PATH": ":".join([*folders, "/usr/local/cuda/bin", DEFAULT_PATH])}
@@ -75,8 +79,9 @@ class Cuda(NativeLanguage):
         arch = self.arch(device)
         return f"-gencode=arch={arch.replace('sm_', 'compute_')},code={arch}"
 
-    def compile_command(self, source: str, output: str, device: DeviceInfo) -> list[str]:
-        return [self.compiler, *self.flags, self.gencode(device), "-shared",
+    def compile_command(self, source: str, output: str, device: DeviceInfo,
+                        sandbox: Sandbox | None = None) -> list[str]:
+        return [self.compiler_in(sandbox), *self.flags, self.gencode(device), "-shared",
                 "-Xcompiler", "-fPIC", "-o", output, source, CHECK_SOURCE]
 
 

@@ -14,6 +14,7 @@ from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
 from judge.languages.cuda import LANGUAGE as CUDA
 from judge.languages.cuda import cuda_home
+from sandbox import Sandbox
 
 
 class TileLang(Language):
@@ -26,16 +27,16 @@ class TileLang(Language):
     jit_devices = ("cuda", "maca")
     jit_cache_env = ("TILELANG_CACHE_DIR",)
 
-    def toolchain_version(self) -> str:
+    def host_toolchain_version(self) -> str:
         return f"tilelang {package_version('tilelang')}"
 
-    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+    def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
         target = {"cpu": "c", "cuda": "cuda", "maca": "maca"}[device.kind]
         env = {"TILELANG_CACHE_DIR": "/tmp/tilelang-cache", "TVM_NUM_THREADS": "1"}
         if device.kind == "cuda":  # TileLang runs nvcc at the first call: find it as the judge does
-            env.update(CUDA.runtime_env(device))
-            home = cuda_home()
-            if home:
+            env.update(CUDA.runtime_env(device, sandbox))
+            home = cuda_home() if sandbox is None or sandbox.host_system else None
+            if home:  # an image's own CUDA is found by TileLang itself
                 env["CUDA_HOME"] = home
             if device.arch:
                 target = json.dumps({"kind": "cuda", "arch": device.arch})

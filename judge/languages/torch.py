@@ -12,7 +12,7 @@ class Torch(Language):
     source_name = "submission.py"
     infer_rank = 9  # any other Python source
 
-    def toolchain_version(self) -> str:
+    def host_toolchain_version(self) -> str:
         return f"torch {package_version('torch')}"
 
     def detects(self, source: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from judge.host.device import DeviceInfo
 from judge.languages.base import Language, package_version
+from sandbox import Sandbox
 
 
 class Triton(Language):
@@ -19,10 +20,10 @@ class Triton(Language):
     jit_devices = ("cuda", "maca")
     jit_cache_env = ("TRITON_CACHE_DIR",)
 
-    def toolchain_version(self) -> str:
+    def host_toolchain_version(self) -> str:
         return f"triton {package_version('triton')}"
 
-    def runtime_env(self, device: DeviceInfo) -> dict[str, str]:
+    def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
         env = {"TRITON_CACHE_DIR": "/tmp/triton-cache"}
         if device.kind == "cpu":
             env["TRITON_INTERPRET"] = "1"
