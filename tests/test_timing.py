@@ -243,3 +243,70 @@ def test_inputs_drawn_ahead_are_each_rounds_own_and_drawn_off_the_contenders_cpu
     assert all(drawn_on[i][0] != threading.get_ident() and drawn_on[i][1] == ahead
                for i in set(drawn_on) - {0})
     assert os.sched_getaffinity(0) == set(cpus)  # the judge's own thread is left as it was
+
+
+def _harness_with_rule(tmp_path, body: str):
+    """A harness in this process on the CPU device, its run_kernel(a, c, n) from `body`, under an
+    operator rule that allows copies only."""
+    from judge.harness import main as harness
+
+    source = tmp_path / "sub.py"
+    source.write_text("import torch\nseen = []\n\ndef run_kernel(a, c, n):\n" + body)
+    args = [{"name": "a", "role": "input", "dtype": "float32", "shape": ["n"]},
+            {"name": "c", "role": "output", "dtype": "float32", "shape": ["n"]},
+            {"name": "n", "role": "scalar", "dtype": "int32"}]
+    rule = {"id": "no_add", "message": "no torch add", "allowed": ["copy_", "detach"]}
+    h = harness.Harness({"args": args, "device": "cpu", "flush_bytes": 64, "loader": "python",
+                         "artifact": str(source), "operator_rule": rule, "packages": []}, None)
+    h.load_kernel()
+    import torch
+
+    inputs = tmp_path / "0.pt"
+    torch.save({"a": torch.ones(4), "n": 4}, inputs)
+    h.op_load({"files": [str(inputs)], "outputs": {"c": {"shape": [4], "dtype": "float32"}}})
+    return h, __import__("sys").modules["submission"]
+
+
+def test_operators_are_recorded_in_checked_and_audited_calls_not_in_the_measured_ones(tmp_path):
+    """A timed call pays no dispatch mode (the baseline pays none); a checked call and an audited
+    timed call run under it, and a forbidden operator there is RV."""
+    from judge.harness import main as harness
+
+    h, module = _harness_with_rule(
+        tmp_path, "    seen.append(torch._C._len_torch_dispatch_stack())\n    c.copy_(a)\n")
+    h.op_run({"set": 0, "save": str(tmp_path / "out.raw")})
+    h.op_prepare({})
+    h.op_time({})
+    h.op_prepare({})
+    h.op_time({"record": True})
+    assert module.seen == [1, 0, 1]
+    h, _ = _harness_with_rule(tmp_path, "    torch.add(a, a, out=c)\n")
+    h.op_prepare({})
+    h.op_time({})  # unrecorded: the operator passes unseen here ...
+    h.op_prepare({})
+    with pytest.raises(harness.Refused, match="no_add"):  # ... and not in an audit
+        h.op_time({"record": True})
+
+
+def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timing(tmp_path):
+    from judge.judging.timing import AUDIT_EVERY, FreshRounds, interleave
+    from judge.problem.schema import Timing
+
+    sent = []
+
+    def request(role, op, **fields):
+        sent.append((role, op, fields.get("record", False)))
+        return {"ms": 1.0}
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    timing = Timing(warmup_s=0, min_reps=400, max_reps=400, max_s=60, target_rse=1e-9,
+                    input_sets=1)
+    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
+                     audit=True)
+    times = [(role, record) for role, op, record in sent if op == "time"]
+    audits = sum(record for _, record in times)
+    assert all(role == "submission" for role, record in times if record)
+    assert 400 / AUDIT_EVERY / 3 < audits < 3 * 400 / AUDIT_EVERY  # drawn at random, ~1 in 8
+    assert len(got["submission"].reported) == len(got["baseline"].reported) == 400
+    assert rounds.rounds == 400 + audits  # an audit is a round more, not a sample

@@ -29,13 +29,14 @@ Requests (fields besides `op` and `id`):
   prepare  fresh                 before a timed call on a GPU: the shared inputs (`fresh`) or the
                                  next loaded set, copied to the device, outputs poisoned, cache
                                  flushed
-  time     fresh, empty          one timed call: on what `prepare` readied, else (`fresh`, the CPU
+  time     fresh, empty, record  one timed call: on what `prepare` readied, else (`fresh`, the CPU
                                  device) on the shared tensors themselves, which the judge filled,
                                  poisoned and flushed around while the run was frozen; on a GPU the
                                  outputs are copied back to the shared file after the call.
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
                                  does nothing, called as that loader calls one (the floor of the
-                                 timing, for the report only; asked of the baseline's harness)
+                                 timing, for the report only; asked of the baseline's harness).
+                                 `record`: with the problem's operator rule enforced (an audit)
   exit                           the harness says {"ok": true, "bye": true} and ends
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no

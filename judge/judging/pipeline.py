@@ -675,9 +675,10 @@ class JudgingRun:
                 draw_inputs, fresh_inputs.write, outputs, self.workdir / "kept" / test.name,
                 timing.checked_calls, self.contender_cpu_set, self.judge_cpu_set)
             try:
-                samples = timing_loop.interleave(request, freeze, timing, rounds,
-                                                 self.flusher.flush if self.flusher else None,
-                                                 cpu_meter, floor_loader=self.language.loader)
+                samples = timing_loop.interleave(
+                    request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
+                    cpu_meter, floor_loader=self.language.loader,
+                    audit=operator_rule(self.language.name, self.spec.rules) is not None)
             finally:
                 rounds.close()
         finally:

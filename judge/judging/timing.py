@@ -260,10 +260,18 @@ def on_cpus(cpus: set[int] | None) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
+# Where the problem limits the submission's operators, one round in AUDIT_EVERY (drawn at random,
+# unseen by the run until its call) is an audit: the submission's timed call runs with the
+# operators recorded, and that round's samples of both contenders are left out of the timing.
+# Its other timed calls are not recorded (a dispatch mode costs every ATen call Python time that
+# the baseline does not pay), and a run that counts its calls cannot know which are audited.
+AUDIT_EVERY = 8
+
+
 def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
                flush: Callable[[], None] | None = None,
                cpu_ns: Callable[[str], int | None] | None = None,
-               floor_loader: str | None = None) -> dict[str, Samples]:
+               floor_loader: str | None = None, audit: bool = False) -> dict[str, Samples]:
     """Alternate turns between the two contenders in a random order each round, until both
     reports' relative standard errors reach the target (or a cap is hit); the one whose turn it
     is not is frozen; in the first rounds the baseline's harness also times an empty run_kernel
@@ -271,9 +279,10 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     the judge flushes the cache before a turn and a turn is one `time` request; without, the
     harness flushes in a `prepare` request (GPUs).
     With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
-    is recorded too."""
+    is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples."""
     samples = {"submission": Samples(), "baseline": Samples()}
     roles = list(samples)
+    draw = random.SystemRandom()
 
     def floor_turn(got: Samples) -> None:
         if flush is not None:
@@ -291,16 +300,19 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
         while True:
             rounds.begin()
             random.shuffle(roles)
+            audited = audit and draw.randrange(AUDIT_EVERY) == 0
             for role in roles:
                 if flush is not None:
                     flush()
+                got = Samples() if audited else samples[role]  # an audit's are dropped
                 before = cpu_ns(role) if cpu_ns else None
                 freeze(role, False)
-                _turn(request, role, samples[role], prepare=flush is None)
+                _turn(request, role, got, prepare=flush is None,
+                      record=audited and role == "submission")
                 freeze(role, True)
                 after = cpu_ns(role) if cpu_ns else None
                 if before is not None and after is not None:
-                    samples[role].cpu.append((after - before) / 1e6)
+                    got.cpu.append((after - before) / 1e6)
                 rounds.end(role)
             if floor_loader and len(samples["submission"].floor) < FLOOR_TURNS:
                 floor_turn(samples["submission"])
@@ -315,12 +327,12 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             freeze(role, False)
 
 
-def _turn(request: Request, role: str, got: Samples, prepare: bool) -> None:
+def _turn(request: Request, role: str, got: Samples, prepare: bool, record: bool = False) -> None:
     if prepare:
         sent = time.perf_counter()
         request(role, "prepare", fresh=True)
         got.prepare_rt.append((time.perf_counter() - sent) * 1000)
     sent = time.perf_counter()
-    reply = request(role, "time", fresh=True)
+    reply = request(role, "time", fresh=True, **({"record": True} if record else {}))
     got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])
