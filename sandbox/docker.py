@@ -294,9 +294,21 @@ class DockerSandbox(Sandbox):
                      docker.types.Ulimit(name="fsize", soft=limits.file_size_mb * 2**20,
                                          hard=limits.file_size_mb * 2**20)],
             devices=[f"{d}:{d}:rwm" for d in self.devices], device_requests=requests,
+            group_add=device_groups(self.devices),
             labels={LABEL: "1", OWNER_LABEL: self.owner}, auto_remove=False,
         )
         return DockerProcess(container, limits.output_bytes, protocol)
+
+
+def device_groups(devices: Sequence[str]) -> list[str]:
+    """The groups that own the device nodes a run gets (MetaX's /dev/dri render nodes are
+    video/render, mode 0660): the run's user joins them, or it could not open its card. Never
+    root's group."""
+    gids = set()
+    for device in devices:
+        with contextlib.suppress(OSError):
+            gids.add(os.stat(device).st_gid)
+    return [str(gid) for gid in sorted(gids - {0})]
 
 
 def image_path(image) -> str:

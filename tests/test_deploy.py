@@ -1,5 +1,6 @@
 """The deployment files name real commands: every kjudge invocation in them parses."""
 
+import re
 import shlex
 import subprocess
 import sys
@@ -25,11 +26,27 @@ def test_compose_services_and_commands():
     assert {"postgres", "redis", "api", "worker-cpu", "worker-gpu"} <= set(services)
     assert parse(services["api"]["command"]).no_worker
     gpu = services["worker-gpu"]
-    assert parse(gpu["command"]).device == "cuda:0"
+    worker = parse(gpu["command"])
+    assert worker.device == "cuda:0" and worker.queue is None  # the queue follows from the GPU
+    # it compiles CUDA and TileLang itself: a CUDA devel base pinned by digest, the extra
+    args = gpu["build"]["args"]
+    assert re.search(r"nvidia/cuda:[\w.-]+-devel-[\w.-]+@sha256:[0-9a-f]{64}\}$", args["BASE"])
+    assert "tilelang" in args["EXTRAS"].split(",")
+    assert "ARG EXTRAS=" in (DEPLOY / "Dockerfile").read_text()
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
     env = compose["x-judge-env"]
     assert env["KJUDGE_DATABASE_URL"].startswith("postgresql+psycopg://")
     assert env["KJUDGE_BROKER_URL"].startswith("redis://")
+
+
+def test_every_contest_image_base_is_pinned_by_digest():
+    """A tag can move: deploy/images' bases name the digest, so a rebuild gets the same base or
+    fails (MACA's is the organizer's to pass, and required)."""
+    for dockerfile in sorted((DEPLOY / "images").glob("Dockerfile.*")):
+        base = re.search(r"^ARG BASE_IMAGE(=(\S*))?$", dockerfile.read_text(), re.M)
+        assert base, dockerfile
+        assert base.group(2) is None or re.search(r"@sha256:[0-9a-f]{64}$", base.group(2)), \
+            f"{dockerfile.name}: {base.group(2)} is not pinned by digest"
 
 
 def test_systemd_worker_unit():

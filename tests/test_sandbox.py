@@ -147,6 +147,34 @@ def test_docker_runs_find_what_the_image_keeps_on_its_own_path(tmp_path):
         subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
 
 
+def test_a_docker_run_joins_the_groups_that_own_its_device_nodes(tmp_path):
+    """MetaX's render nodes (/dev/dri) are the video or render group's, mode 0660: the run's
+    user (65534) must be in that group to open its card; never in root's."""
+    import os
+    import stat
+
+    from tests.conftest import make_sandbox
+
+    base = make_sandbox("docker")
+    node, root_node = Path(f"/dev/kjudge-render-{os.getpid()}"), Path(f"/dev/kjudge-mx-{os.getpid()}")
+    try:
+        for path, gid in ((node, 44), (root_node, 0)):
+            os.mknod(path, 0o660 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+            os.chown(path, 0, gid)
+            os.chmod(path, 0o660)  # mknod's mode went through the umask
+        sandbox = type(base)(image=base.image_id, host_python=True,
+                             devices=[str(node), str(root_node)])
+        mount = Mount(tmp_path, "/kj/scratch")
+        result = sandbox.run(["sh", "-c", f"id -G; echo x > {node} && echo opened"],
+                             mounts=[mount], cwd=mount, env={},
+                             limits=SandboxLimits(memory_mb=256), timeout_s=60)
+    finally:
+        node.unlink(missing_ok=True)
+        root_node.unlink(missing_ok=True)
+    groups = result.output.split()
+    assert "44" in groups and "0" not in groups and "opened" in groups, result.output
+
+
 def test_a_run_sees_its_one_device_under_torchs_name_in_every_backend():
     """MetaX's torch build names its cards cuda:N; a container given one NVIDIA GPU by device
     request must not be told the host's index of it."""
