@@ -175,6 +175,25 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
         sub.close()
 
 
+def test_the_gpu_memory_limit_counts_from_the_harness_not_its_context(fake_nvml, tmp_path):
+    """The harness's CUDA context and flush buffers (~0.5 GB on an H100) are not the
+    submission's: the watch counts from what the process held when its greeting came, before
+    contestant code loaded, so a small limit does not make an empty submission MLE."""
+    from judge.host.telemetry import GpuMemoryWatch
+
+    killed = []
+    pids = [4242]
+    watch = GpuMemoryWatch(H200, lambda: pids, 256 * 2**20, lambda: killed.append(True))
+    fake_nvml.write_text(f"4242 {600 * 2**20}\n")  # context and flush buffers
+    assert watch.mark() == 600 * 2**20
+    assert watch.poll() == 0 and not watch.exceeded and not killed
+    fake_nvml.write_text(f"4242 {(600 + 200) * 2**20}\n")  # the submission's 200 MiB
+    assert watch.poll() == 200 * 2**20 and watch.peak_mb == 200.0 and not killed
+    fake_nvml.write_text(f"4242 {(600 + 300) * 2**20}\n")  # past its 256 MiB
+    watch.poll()
+    assert watch.exceeded and killed
+
+
 def test_gpu_state_is_none_without_nvml(monkeypatch):
     from judge.host import telemetry
 

@@ -449,10 +449,12 @@ class Harness:
             torch.set_num_threads(config["cpu_threads"])
         if self.device.is_cuda and config.get("gpu_memory_bytes"):
             # torch's allocator fails past the limit at once (MLE); the judge also watches the
-            # whole process's device memory from outside, which no code in here can change
+            # whole process's device memory from outside, which no code in here can change. The
+            # limit is the submission's: the harness's own buffers (the flush's) come on top
             total = torch.cuda.get_device_properties(self.device.torch_device).total_memory
+            own = torch.cuda.memory_reserved(self.device.torch_device)
             torch.cuda.set_per_process_memory_fraction(
-                min(1.0, config["gpu_memory_bytes"] / total), self.device.torch_device)
+                min(1.0, (config["gpu_memory_bytes"] + own) / total), self.device.torch_device)
         self.sets: list[InputSet] = []
         self.next_set = 0
         self.prepared: InputSet | None = None
@@ -639,8 +641,12 @@ def main() -> None:
         channel.reply(ok=False, kind="SE", error=_format_error(exc))
         return
     # From here on contestant code runs in this process: the judge treats any later claim of a
-    # system error as the submission's own failure.
+    # system error as the submission's own failure. First it reads what the harness alone holds
+    # (its device context and flush buffers), then says `load`.
     channel.reply(ok=True, stage="harness")
+    go = json.loads(sys.stdin.buffer.readline() or b"{}")
+    if go.get("op") != "load":
+        return
     try:
         harness.load_kernel()
     except BaseException as exc:  # noqa: BLE001

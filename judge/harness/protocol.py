@@ -13,7 +13,10 @@ and a reply that does not answer its request ends the run.
 A harness is started ahead of its judging (a warm slot, judge/judging/warm.py) and says
     {"ok": true, "stage": "warm"}             once torch is imported; it then waits for
     config   config                          the judging's config (below), its first request,
-Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}
+Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}; it then waits for
+    load                                     (no fields: the judge has taken what the harness
+                                             alone holds, e.g. its device memory, as the base
+                                             the submission's is counted from)
 then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versions", "device"}
 
 Requests (fields besides `op` and `id`):

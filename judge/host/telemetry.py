@@ -130,6 +130,7 @@ class GpuMemoryWatch:
         self.device, self.pids, self.limit_bytes = device, pids, limit_bytes
         self.on_exceed, self.interval_s = on_exceed, interval_s
         self.peak_bytes = 0
+        self.base_bytes = 0  # what the process held before the run's code loaded (see mark)
         self.exceeded = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -144,10 +145,19 @@ class GpuMemoryWatch:
         watch._thread.start()
         return watch
 
-    def poll(self) -> int:
-        """Bytes the watched processes hold now (and the verdict on them)."""
+    def mark(self) -> int:
+        """Count from what the processes hold now: the harness's CUDA context and its own
+        buffers, before any contestant code runs (else a small limit would make an empty
+        submission MLE). Returns that base, in bytes."""
         usage = gpu_process_memory(self.device) or {}
-        used = sum(usage.get(pid, 0) for pid in self.pids())
+        self.base_bytes = sum(usage.get(pid, 0) for pid in self.pids())
+        self.peak_bytes = 0
+        return self.base_bytes
+
+    def poll(self) -> int:
+        """Bytes the watched processes hold now beyond the base (and the verdict on them)."""
+        usage = gpu_process_memory(self.device) or {}
+        used = max(sum(usage.get(pid, 0) for pid in self.pids()) - self.base_bytes, 0)
         self.peak_bytes = max(self.peak_bytes, used)
         if self.limit_bytes is not None and used > self.limit_bytes and not self.exceeded:
             self.exceeded = True

@@ -499,7 +499,14 @@ class JudgingRun:
             harness_up = contender.receive(STARTUP_GRACE_S)  # before any contestant code runs
             if harness_up.get("stage") != "harness":
                 raise RunFailure(Verdict.SE, f"unexpected harness greeting {harness_up}")
+            if contender.gpu_watch is not None:  # the context and the flush buffers are not
+                contender.gpu_watch.mark()       # the submission's: counted from here
             contender.loaded = True
+            try:
+                contender.proc.send(protocol.request("load"))
+            except ProtocolError as exc:
+                contender.proc.wait(2)
+                raise contender.death(str(exc)) from None
             ready = contender.receive(STARTUP_GRACE_S + self.spec.limits.run_s)
         except ReplyTimeout:
             self._close(contender)
