@@ -310,3 +310,28 @@ def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timi
     assert 400 / AUDIT_EVERY / 3 < audits < 3 * 400 / AUDIT_EVERY  # drawn at random, ~1 in 8
     assert len(got["submission"].reported) == len(got["baseline"].reported) == 400
     assert rounds.rounds == 400 + audits  # an audit is a round more, not a sample
+
+
+def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp_path):
+    """`time` is the call alone; the copies in (`prepare`) and out (`collect`) are timed together
+    by the judge's clock and compared with the baseline's: a pageable copy's speed varies with
+    the process, and inside `time` it was charged as hidden work."""
+    from judge.judging.timing import FreshRounds, interleave
+    from judge.problem.schema import Timing
+
+    sent = []
+
+    def request(role, op, **fields):
+        sent.append((role, op))
+        return {"ms": 1.0}
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    timing = Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=60, target_rse=1e-9)
+    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     floor_loader="native")
+    for role in ("submission", "baseline"):
+        ops = [op for who, op in sent if who == role]
+        turns = [ops[i:i + 3] for i in range(0, len(ops), 3)]
+        assert all(turn == ["prepare", "time", "collect"] for turn in turns), ops
+        assert len(got[role].prepare_rt) == len(got[role].reported) == 5

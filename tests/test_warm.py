@@ -193,3 +193,13 @@ def test_a_dead_judges_job_directories_are_removed_and_a_live_ones_kept(tmp_path
         (folder / "inputs").mkdir(parents=True)
     assert warm.remove_leftovers() == 1
     assert not gone.exists() and alive.exists() and other.exists()
+
+
+def test_gpu_contenders_keep_to_cpus_of_their_own_as_on_the_cpu_device(cpu):
+    """The host side of a GPU call (launch, copies, synchronize) runs on the same cores for
+    both contenders, away from the judge drawing the next inputs."""
+    from judge.host.device import DeviceInfo
+    from judge.judging.warm import contender_cpus
+
+    h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a")
+    assert contender_cpus(h200) == contender_cpus(cpu) is not None

@@ -14,7 +14,7 @@ A harness is started ahead of its judging (a warm slot, judge/judging/warm.py) a
     {"ok": true, "stage": "warm"}             once torch is imported; it then waits for
     config   config                          the judging's config (below), its first request,
 Greeting, before any contestant code loads:  {"ok": true, "stage": "harness"}; it then waits for
-    load                                     (no fields: the judge has taken what the harness
+    begin                                    (no fields: the judge has taken what the harness
                                              alone holds, e.g. its device memory, as the base
                                              the submission's is counted from)
 then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versions", "device"}
@@ -34,18 +34,20 @@ Requests (fields besides `op` and `id`):
                                  flushed
   time     fresh, empty, record  one timed call: on what `prepare` readied, else (`fresh`, the CPU
                                  device) on the shared tensors themselves, which the judge filled,
-                                 poisoned and flushed around while the run was frozen; on a GPU the
-                                 outputs are copied back to the shared file after the call.
+                                 poisoned and flushed around while the run was frozen.
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
                                  does nothing, called as that loader calls one (the floor of the
                                  timing, for the report only; asked of the baseline's harness).
                                  `record`: with the problem's operator rule enforced (an audit)
+  collect                        after a timed call on a GPU: its outputs copied back to the shared
+                                 file (a request of its own, so that the copy is not in `time`)
   exit                           the harness says {"ok": true, "bye": true} and ends
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
 header (both sides know the shapes and dtypes); written and read with `write_raw` / `read_raw`.
 
-Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time) or
+Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time; `pinned`, for load:
+         whether the shared files are page-locked for the device's copies) or
          {"id", "ok": false, "kind": one of REPLY_KINDS, "error": text}.
 
 Config (the `config` request's field): artifact, loader, args (the signature), device,

@@ -503,7 +503,7 @@ class JudgingRun:
                 contender.gpu_watch.mark()       # the submission's: counted from here
             contender.loaded = True
             try:
-                contender.proc.send(protocol.request("load"))
+                contender.proc.send(protocol.request("begin"))
             except ProtocolError as exc:
                 contender.proc.wait(2)
                 raise contender.death(str(exc)) from None
@@ -558,8 +558,11 @@ class JudgingRun:
               shared: dict | None = None) -> None:
         files = [self.sandbox.path(self.inputs_mount, test.name, f"{i}.pt")
                  for i in range(len(cases))]
-        who.request("load", STARTUP_GRACE_S, test=test.name, files=files,
-                    outputs=cases[0].output_specs, shared=shared)
+        reply = who.request("load", STARTUP_GRACE_S, test=test.name, files=files,
+                            outputs=cases[0].output_specs, shared=shared)
+        if shared is not None and self.device.kind != "cpu":
+            pinned = self.result.applied.setdefault("timing_setup", {})
+            pinned["pinned_copies"] = pinned.get("pinned_copies", True) and reply.get("pinned")
 
     def _warm(self, who: Contender, test: TestPoint) -> None:
         """On a GPU, Triton and TileLang compile at the first call of every new shape: that
@@ -726,7 +729,8 @@ class JudgingRun:
     def _cpu_meter(self, by_role: dict[str, Contender]):
         """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
         with one CPU per contender (more would count a parallel call several times over)."""
-        if self.contender_cpu_set is None or len(self.contender_cpu_set) != 1:
+        if (self.device.kind != "cpu" or self.contender_cpu_set is None
+                or len(self.contender_cpu_set) != 1):
             return None
         return lambda role: by_role[role].proc.cpu_ns()
 

@@ -3,7 +3,10 @@
 Trusted side. A round gives each contender, in a random order, one timed call of `run_kernel`:
 on the CPU device the judge flushes the cache from a process of its own (judge/judging/flusher.py) and
 sends one `time` request; on a GPU the harness gets a `prepare` request first (copy the inputs to
-the device, poison the outputs there, flush the L2), then `time`.
+the device, poison the outputs there, flush the L2), then `time` (the call alone), then `collect`
+(copy the outputs back to the file the judge maps): the copies, whose time varies with the
+process (pageable pages, placement), stay out of the request the call is judged by, and are
+compared with the baseline's own (the same bytes, from pinned mappings where CUDA allows).
 
 Fresh inputs for every call: each round's inputs are drawn from a seed of that round and written,
 with the outputs poisoned, into files both sides map (judge/judging/shared.py) while both contenders are
@@ -75,7 +78,8 @@ class Samples:
 
     reported: list[float] = field(default_factory=list)  # by the harness, around the call
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
-    prepare_rt: list[float] = field(default_factory=list)  # by the judge, around `prepare`
+    # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
+    prepare_rt: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
     floor: list[float] = field(default_factory=list)  # an empty run_kernel (baseline's harness)
 
@@ -291,6 +295,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
         if flush is None:
             request("baseline", "prepare", fresh=True)
         got.floor.append(request("baseline", "time", fresh=True, empty=floor_loader)["ms"])
+        if flush is None:
+            request("baseline", "collect")
         freeze("baseline", True)
 
     for role in roles:
@@ -328,11 +334,21 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
 
 
 def _turn(request: Request, role: str, got: Samples, prepare: bool, record: bool = False) -> None:
+    """One contender's timed call. With `prepare` (GPUs): `prepare` copies the inputs in and
+    flushes, `time` is the call alone, `collect` copies the outputs out; the copies' requests
+    are timed together and compared with the baseline's (the same bytes), the call's request
+    with the report."""
+    staged = 0.0
     if prepare:
         sent = time.perf_counter()
         request(role, "prepare", fresh=True)
-        got.prepare_rt.append((time.perf_counter() - sent) * 1000)
+        staged += time.perf_counter() - sent
     sent = time.perf_counter()
     reply = request(role, "time", fresh=True, **({"record": True} if record else {}))
     got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])
+    if prepare:
+        sent = time.perf_counter()
+        request(role, "collect")
+        staged += time.perf_counter() - sent
+        got.prepare_rt.append(staged * 1000)

@@ -136,13 +136,12 @@ def work_root() -> str | None:
 
 
 def contender_cpus(device: DeviceInfo) -> str | None:
-    """On the CPU device both contenders keep to the same CPUs, `cpu_threads()` of them: the
-    last ones this judge may use (the judge and the services keep the rest), or the
-    `contender_cpus` setting.
-    A helper thread of the submission then takes time from its own turns, which the judge
-    measures, instead of running free on another core."""
-    if device.kind != "cpu":
-        return None
+    """Both contenders keep to the same CPUs, `cpu_threads()` of them: the last ones this judge
+    may use (the judge and the services keep the rest), or the `contender_cpus` setting.
+    On the CPU device a helper thread of the submission then takes time from its own turns,
+    which the judge measures, instead of running free on another core; on a GPU the host side
+    of every call (launches, copies, the synchronize) runs on the same cores for both, away
+    from the judge's drawing of the next inputs."""
     return settings().contender_cpus or ",".join(
         map(str, sorted(os.sched_getaffinity(0))[-cpu_threads():]))
 
