@@ -67,8 +67,21 @@ int nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* d) {
     if (strcmp(uuid, "GPU-12345678-aaaa-bbbb-cccc-1234567890ab")) return 13;
     *d = &token; return 0; }
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) { *d = &token; return i ? 2 : 0; }
+#include <stdio.h>
+#include <stdlib.h>
+/* the SM clock from the file named by KJUDGE_FAKE_NVML_SM_CLOCK, if set (throttling) */
 int nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
+    *mhz = type == 1 ? 1980 : 3201;
+    FILE* f = type == 1 && getenv("KJUDGE_FAKE_NVML_SM_CLOCK")
+        ? fopen(getenv("KJUDGE_FAKE_NVML_SM_CLOCK"), "r") : 0;
+    if (f) { if (fscanf(f, "%u", mhz) != 1) *mhz = 0; fclose(f); }
+    return 0; }
+int nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t d, int type, unsigned* mhz) {
     *mhz = type == 1 ? 1980 : 3201; return 0; }
+/* compute mode from KJUDGE_FAKE_NVML_MODE (0 DEFAULT, 3 EXCLUSIVE_PROCESS) */
+int nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
+    *mode = getenv("KJUDGE_FAKE_NVML_MODE") ? atoi(getenv("KJUDGE_FAKE_NVML_MODE")) : 0;
+    return 0; }
 int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* c) { *c = 47; return 0; }
 int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { *mw = 312345; return 0; }
 int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* r) {
@@ -192,6 +205,47 @@ def test_the_gpu_memory_limit_counts_from_the_harness_not_its_context(fake_nvml,
     fake_nvml.write_text(f"4242 {(600 + 300) * 2**20}\n")  # past its 256 MiB
     watch.poll()
     assert watch.exceeded and killed
+
+
+def test_a_gpu_in_an_exclusive_compute_mode_is_not_judged_on(fake_nvml, monkeypatch, vector_add,
+                                                             default_sandbox):
+    """EXCLUSIVE_PROCESS admits one context; the judge and two contenders need three: the
+    judging ends at once as a system error that names the fix, never as the contestant's."""
+    from judge.host import telemetry
+    from judge.judging.pipeline import JudgeOptions, judge_source
+    from judge.verdicts import Verdict
+
+    assert telemetry.unusable_compute_mode(H200) is None
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_MODE", "3")
+    why = telemetry.unusable_compute_mode(H200)
+    assert "EXCLUSIVE_PROCESS" in why and "-c DEFAULT" in why
+    source = (ROOT / "problems/vector_add/templates/cuda.cu").read_text()
+    result = judge_source(vector_add, source, language="cuda", device=H200,
+                          sandbox=default_sandbox, options=JudgeOptions())
+    assert result.verdict is Verdict.SE and "EXCLUSIVE_PROCESS" in result.message
+    assert result.score is None or result.score == 0
+
+
+def test_throttled_clocks_foreign_processes_and_a_held_gpu_are_seen_through_nvml(
+        fake_nvml, tmp_path, monkeypatch):
+    import os
+
+    from judge.host import telemetry
+
+    clock = tmp_path / "sm"
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_SM_CLOCK", str(clock))
+    clock.write_text("1980")
+    throttled = telemetry.throttle_meter(H200)
+    assert throttled is not None and not throttled()
+    clock.write_text("1400")  # under 75 % of the default 1980 MHz
+    assert throttled()
+    me = os.getpid()
+    fake_nvml.write_text(f"{me} 1000\n999 2000\n")
+    assert telemetry.foreign_gpu_processes(H200, {me}) == [999]
+    assert telemetry.foreign_gpu_processes(H200, {12345}) is None  # another pid namespace
+    assert not telemetry.await_gpu_release(H200, [999], timeout_s=0.2)
+    fake_nvml.write_text(f"{me} 1000\n")
+    assert telemetry.await_gpu_release(H200, [999], timeout_s=0.2)
 
 
 def test_gpu_state_is_none_without_nvml(monkeypatch):

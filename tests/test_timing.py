@@ -335,3 +335,34 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
         turns = [ops[i:i + 3] for i in range(0, len(ops), 3)]
         assert all(turn == ["prepare", "time", "collect"] for turn in turns), ops
         assert len(got[role].prepare_rt) == len(got[role].reported) == 5
+
+
+def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
+    """NVBench's rule: a sample whose SM clock was under 75 % of the default is discarded; here
+    the whole round (both contenders' turns stay paired) is, and another is run. A card that
+    throttles every call ends the timing as the judge's problem."""
+    from judge.judging.timing import FreshRounds, GpuThrottled, interleave
+    from judge.problem.schema import Timing
+
+    turns = []
+
+    def request(role, op, **fields):
+        if op == "time":
+            turns.append(role)
+        return {"ms": 1.0}
+
+    def throttled():
+        return 10 < len(turns) <= 20  # rounds 5 to 9 ran hot
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    timing = Timing(warmup_s=0, min_reps=20, max_reps=20, max_s=60, target_rse=1e-9)
+    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     throttled=throttled)
+    assert len(got["submission"].reported) == len(got["baseline"].reported) == 20
+    assert got["submission"].throttled == 5 and rounds.rounds == 25
+    always = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    with pytest.raises(GpuThrottled):
+        interleave(request, lambda role, frozen: None,
+                   Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
+                   always, flush=None, throttled=lambda: True)

@@ -23,6 +23,12 @@ NVML_ERROR_INSUFFICIENT_SIZE = 7
 NVML_VALUE_NOT_AVAILABLE = 2**64 - 1
 CLOCK_SM, CLOCK_MEM = 1, 2
 TEMPERATURE_GPU = 0
+# nvmlComputeMode_t: the judge and two contenders each hold a context on the GPU, so only the
+# default mode works (EXCLUSIVE_PROCESS admits one process, PROHIBITED none)
+COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+# a timed call whose SM clock was below this fraction of the default is discarded and redone
+# (NVBench's throttle threshold)
+THROTTLE_FRACTION = 0.75
 THROTTLE_REASONS = {
     0x1: "idle", 0x2: "application_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
     0x10: "sync_boost", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
@@ -74,6 +80,21 @@ class Nvml:
             size = max(2 * size, count.value + 16)
         return None
 
+    def compute_mode(self, handle) -> str | None:
+        mode = ctypes.c_int()
+        fn = getattr(self.lib, "nvmlDeviceGetComputeMode", None)
+        if fn is None or fn(handle, ctypes.byref(mode)) != NVML_SUCCESS:
+            return None
+        return COMPUTE_MODES.get(mode.value, str(mode.value))
+
+    def default_sm_clock(self, handle) -> int | None:
+        """The SM clock the card runs at by default (its application clock), else its most."""
+        return (self._uint("nvmlDeviceGetDefaultApplicationsClock", handle, CLOCK_SM)
+                or self._uint("nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM))
+
+    def sm_clock(self, handle) -> int | None:
+        return self._uint("nvmlDeviceGetClockInfo", handle, CLOCK_SM)
+
     def state(self, handle) -> dict:
         reasons = ctypes.c_ulonglong()
         fn = getattr(self.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
@@ -105,6 +126,71 @@ def gpu_state(device: DeviceInfo) -> dict | None:
     nvml = _nvml()
     handle = nvml.handle(device) if nvml else None
     return nvml.state(handle) if handle else None
+
+
+def _handle(device: DeviceInfo):
+    if device.kind != "cuda":
+        return None, None
+    nvml = _nvml()
+    handle = nvml.handle(device) if nvml else None
+    return (nvml, handle) if handle else (None, None)
+
+
+def gpu_compute_mode(device: DeviceInfo) -> str | None:
+    """The GPU's compute mode (DEFAULT, EXCLUSIVE_PROCESS, ...), or None where unreadable."""
+    nvml, handle = _handle(device)
+    return nvml.compute_mode(handle) if nvml else None
+
+
+def unusable_compute_mode(device: DeviceInfo) -> str | None:
+    """Why this GPU cannot be judged on as it is set (None: it can, or NVML cannot tell)."""
+    mode = gpu_compute_mode(device)
+    if mode is None or mode == "DEFAULT":
+        return None
+    return (f"the GPU's compute mode is {mode}: the judge and both contenders each need a "
+            "context on it (set it back with `nvidia-smi -i <gpu> -c DEFAULT`)")
+
+
+def throttle_meter(device: DeviceInfo) -> Callable[[], bool] | None:
+    """A check to make right after a timed call: whether the SM clock was under
+    THROTTLE_FRACTION of its default (a hot or power-capped card; the sample is not the
+    kernel's). None where NVML cannot read the clocks."""
+    nvml, handle = _handle(device)
+    default = nvml.default_sm_clock(handle) if nvml else None
+    if not default:
+        return None
+
+    def throttled() -> bool:
+        clock = nvml.sm_clock(handle)
+        return clock is not None and clock < THROTTLE_FRACTION * default
+
+    return throttled
+
+
+def foreign_gpu_processes(device: DeviceInfo, own: set[int]) -> list[int] | None:
+    """Processes with a context on the GPU that are not the judge's (`own`: its pid and the
+    contenders'); None where NVML cannot tell (no list, or none of ours in it: the pids are
+    another namespace's)."""
+    usage = gpu_process_memory(device)
+    if not usage or not set(usage) & own:
+        return None
+    return sorted(set(usage) - own)
+
+
+def await_gpu_release(device: DeviceInfo, pids: list[int], timeout_s: float = 10.0) -> bool:
+    """After a run was killed (a hung kernel, a crash): wait until none of its processes holds
+    the GPU any more; False if one still did after `timeout_s` (the next timing would share
+    the card with it)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        usage = gpu_process_memory(device)
+        if usage is None or not set(usage) & set(pids):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def gpu_process_memory(device: DeviceInfo) -> dict[int, int] | None:

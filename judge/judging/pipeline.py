@@ -26,7 +26,14 @@ import judge
 from checkers import CheckReport, get_checker, merge
 from judge.harness import protocol
 from judge.host.device import DeviceInfo
-from judge.host.telemetry import GpuMemoryWatch, gpu_state
+from judge.host.telemetry import (
+    GpuMemoryWatch,
+    await_gpu_release,
+    foreign_gpu_processes,
+    gpu_state,
+    throttle_meter,
+    unusable_compute_mode,
+)
 from judge.judging import dequant, jit_cache, scoring
 from judge.judging import timing as timing_loop
 from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
@@ -78,6 +85,11 @@ CHECK_FIELDS = tuple(f.name for f in dataclasses.fields(CheckReport)
 
 class NotRunnable(ValueError):
     """The language cannot run on this device; route it to a worker that can."""
+
+
+class DeviceNotReady(Exception):
+    """The device is not in a state a judging can run in (its compute mode, a card that
+    throttles every call): a system error, never the contestant's."""
 
 
 @dataclass
@@ -228,9 +240,14 @@ class JudgingRun:
         # with a timed call
         self.opinion = GuardRun(self.source) if self.language.is_python else None
         try:
+            why = unusable_compute_mode(self.device)
+            if why:
+                raise DeviceNotReady(why)
             self._run()
         except ProblemRuntimeError as exc:
             self.result.verdict, self.result.message = Verdict.SE, f"problem error: {exc}"
+        except DeviceNotReady as exc:
+            self.result.verdict, self.result.message = Verdict.SE, f"device not ready: {exc}"
         finally:
             if self.slot is not None:
                 self.slot.close()  # its processes, and the job directory with them
@@ -518,7 +535,12 @@ class JudgingRun:
         contender.setup = ready.get("device", {})
 
     def _close(self, contender: Contender) -> None:
+        pids = contender.proc.pids() if self.device.kind == "cuda" else []
         contender.close()
+        if pids and not await_gpu_release(self.device, pids):  # a hung kernel's context
+            self.result.applied["gpu_released"] = False
+            self.result.flags.append(f"the {contender.role}'s processes still held the GPU 10 s "
+                                     "after they were killed: the next judging may share it")
         if contender.jit_cache is not None:  # the run is gone: what it built is kept
             jit_cache.keep(*contender.jit_cache)
             contender.jit_cache = None
@@ -619,6 +641,8 @@ class JudgingRun:
     def _time_all(self, sub: Contender, base: Contender, tests: list[TestPoint],
                   cases: dict[str, list[TestCase]]) -> None:
         before = gpu_state(self.device)
+        self._await_idle_gpu(sub, base)
+        self.throttled = throttle_meter(self.device)
         self.flusher = (CacheFlusher(self.device.flush_bytes, self.contender_cpus)
                         if self.flushes_from_outside else None)
         try:
@@ -643,6 +667,19 @@ class JudgingRun:
             if before is not None:
                 self.result.applied["gpu_state"] = {"before": before,
                                                     "after": gpu_state(self.device)}
+
+    def _await_idle_gpu(self, sub: Contender, base: Contender, timeout_s: float = 5.0) -> None:
+        """Before timing: no process but the judge's own may hold the GPU (a run killed just
+        before, another program); wait a little for it to go, else say it shared the card."""
+        own = {os.getpid(), *sub.proc.pids(), *base.proc.pids()}
+        deadline = time.monotonic() + timeout_s
+        while (foreign := foreign_gpu_processes(self.device, own)) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        if foreign:
+            self.result.applied["gpu_shared_with"] = foreign
+            self.result.flags.append(f"processes {foreign} held the GPU while this judging "
+                                     "timed its calls: its times may be slow")
 
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
                    cases: list[TestCase], report: TestReport) -> None:
@@ -688,7 +725,10 @@ class JudgingRun:
                 samples = timing_loop.interleave(
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
                     cpu_meter, floor_loader=self.language.loader,
-                    audit=operator_rule(self.language.name, self.spec.rules) is not None)
+                    audit=operator_rule(self.language.name, self.spec.rules) is not None,
+                    throttled=self.throttled)
+            except timing_loop.GpuThrottled as exc:
+                raise DeviceNotReady(str(exc)) from None
             finally:
                 rounds.close()
         finally:
@@ -696,6 +736,9 @@ class JudgingRun:
                 shared_file.close()
         for got in samples.values():
             self.kernel_ms += sum(got.reported)
+        if samples["submission"].throttled:
+            self.result.applied["throttled_rounds"] = (self.result.applied.get(
+                "throttled_rounds", 0) + samples["submission"].throttled)
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         self.result.applied["cpu_time_charged"] = (
             self.result.applied.get("cpu_time_charged", True) and counted

@@ -82,6 +82,12 @@ class Samples:
     prepare_rt: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
     floor: list[float] = field(default_factory=list)  # an empty run_kernel (baseline's harness)
+    throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
+
+    def extend(self, other: Samples) -> None:
+        """Add a round's samples (kept in a Samples of their own until the round is judged)."""
+        for name in ("reported", "time_rt", "prepare_rt", "cpu", "floor"):
+            getattr(self, name).extend(getattr(other, name))
 
     @property
     def overhead(self) -> list[float]:
@@ -164,6 +170,11 @@ def charge(sub: Samples, base: Samples) -> Charge:
                   time_z > SIGNIFICANCE and time_excess > wall_allowance,
                   prepare_z > SIGNIFICANCE and prepare_excess > allowance,
                   cpu_excess, cpu_z > SIGNIFICANCE and cpu_excess > allowance + skew)
+
+
+class GpuThrottled(Exception):
+    """The GPU's clock was throttled in nearly every timed call: no time to score (the judge's
+    problem: a hot or power-capped card)."""
 
 
 Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
@@ -275,7 +286,8 @@ AUDIT_EVERY = 8
 def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
                flush: Callable[[], None] | None = None,
                cpu_ns: Callable[[str], int | None] | None = None,
-               floor_loader: str | None = None, audit: bool = False) -> dict[str, Samples]:
+               floor_loader: str | None = None, audit: bool = False,
+               throttled: Callable[[], bool] | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders in a random order each round, until both
     reports' relative standard errors reach the target (or a cap is hit); the one whose turn it
     is not is frozen; in the first rounds the baseline's harness also times an empty run_kernel
@@ -283,7 +295,10 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     the judge flushes the cache before a turn and a turn is one `time` request; without, the
     harness flushes in a `prepare` request (GPUs).
     With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
-    is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples."""
+    is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples.
+    With `throttled` (asked right after each turn: was the GPU's clock throttled?) a round with
+    a throttled turn is left out and another one run; a GPU that throttles every call is
+    GpuThrottled once the time cap is four times over."""
     samples = {"submission": Samples(), "baseline": Samples()}
     roles = list(samples)
     draw = random.SystemRandom()
@@ -307,22 +322,32 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             rounds.begin()
             random.shuffle(roles)
             audited = audit and draw.randrange(AUDIT_EVERY) == 0
+            turns, hot = {role: Samples() for role in roles}, False
             for role in roles:
                 if flush is not None:
                     flush()
-                got = Samples() if audited else samples[role]  # an audit's are dropped
+                got = turns[role]
                 before = cpu_ns(role) if cpu_ns else None
                 freeze(role, False)
                 _turn(request, role, got, prepare=flush is None,
                       record=audited and role == "submission")
+                hot = hot or bool(throttled and throttled())
                 freeze(role, True)
                 after = cpu_ns(role) if cpu_ns else None
                 if before is not None and after is not None:
                     got.cpu.append((after - before) / 1e6)
                 rounds.end(role)
+            if hot:
+                samples["submission"].throttled += 1
+            elif not audited:  # an audit's samples, and a throttled round's, are left out
+                for role in roles:
+                    samples[role].extend(turns[role])
             if floor_loader and len(samples["submission"].floor) < FLOOR_TURNS:
                 floor_turn(samples["submission"])
             n = len(samples["submission"].reported)
+            if n < 3 and time.monotonic() - started > 4 * timing.max_s:
+                raise GpuThrottled(f"{samples['submission'].throttled} of {rounds.rounds} timed "
+                                   "rounds ran on a throttled GPU clock")
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
             if all(scoring.converged(s.reported, timing.target_rse, timing.min_reps)
