@@ -262,10 +262,12 @@ def test_gpu_state_is_none_without_nvml(monkeypatch):
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
 def test_the_gpu_tests_cuda_sources_compile_here(default_sandbox):
     """tests/gpu runs only on a GPU: its kernels are at least built for sm_90a on every run."""
-    from tests.gpu import test_gpu
+    from tests.gpu import test_gpu, test_gpu_hostile
 
     sources = [test_gpu.SPIN_CU, test_gpu.SIDE_STREAM_CU, test_gpu.HOG_CU] + [
         test_gpu.VECTOR_ADD_LAUNCH.format(threads=t, body=b) for t, b, _ in test_gpu.CUDA_ERRORS]
+    sources += test_gpu_hostile.SOURCES
+    assert all(s != test_gpu_hostile.TEMPLATE for s in test_gpu_hostile.SOURCES[1:3])
     for source in sources:
         built = get_language("cuda").compile(source, H200, default_sandbox,
                                              SandboxLimits(memory_mb=4096, pids=512), 120)

@@ -46,22 +46,6 @@ def record(**figures) -> None:
 
 
 @pytest.fixture(scope="module")
-def cuda():
-    from judge.host.device import detect
-
-    return detect("cuda")
-
-
-@pytest.fixture(scope="module")
-def gpu_sandbox(cuda):
-    """The strongest sandbox that works here, with the GPU's device nodes (a lent machine may
-    have no bubblewrap or Docker: these kernels are the judge's own)."""
-    from judge.host.sandbox import sandbox_for_self_tests
-
-    return sandbox_for_self_tests(cuda)
-
-
-@pytest.fixture(scope="module")
 def spin_kernel(cuda, gpu_sandbox):
     built = get_language("cuda").compile(SPIN_CU, cuda, gpu_sandbox,
                                          SandboxLimits(memory_mb=4096, pids=512), 120)

@@ -1,0 +1,177 @@
+"""Hostile kernels on a GPU (`pytest -m gpu`): the tricks of public kernel boards, each judged as
+a contestant would submit it. Skipped without a CUDA device; their sources compile on every run
+(tests/test_device_checks.py). None of them attacks the host (they trick the timing and the
+checks only), so the device self-test may run them in whatever sandbox works there.
+
+  persisting L2   raises the persisting-L2 limit and pins its inputs there: not faster than the
+                  same kernel without (the judge resets persisting lines before every call)
+  patched timer   a Python run_kernel patches the harness's timer to report a tenth: charged
+  skipped calls   computes on every other call only: the checked timed calls catch it (WA)
+  late error      an illegal address on the 12th call, after the checks passed: RE, and the
+                  next judging on the GPU is AC
+  hung kernel     spins forever on its 4th call: TLE, the GPU is released, the next judging AC
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judge.judging.pipeline import JudgeOptions, judge_source
+from judge.problem.schema import load_problem
+from judge.verdicts import Verdict
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = (ROOT / "problems/vector_add/templates/cuda.cu").read_text()
+
+PERSISTING_L2_CU = r"""
+// Raises the persisting-L2 limit to the most the card allows and marks a and b persisting on
+// its stream: without the judge's reset, lines kept from one call would survive the flush.
+#include <cuda_runtime.h>
+__global__ void add_kernel(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
+    static cudaStream_t stream = nullptr;
+    if (!stream) {
+        int device = 0, most = 0;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, device);
+        cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, most);
+        cudaStreamCreate(&stream);
+    }
+    cudaStreamAttrValue window = {};
+    window.accessPolicyWindow.base_ptr = (void*)a;
+    window.accessPolicyWindow.num_bytes = (size_t)n * sizeof(float);
+    window.accessPolicyWindow.hitRatio = 1.0f;
+    window.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    window.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &window);
+    add_kernel<<<(n + 255) / 256, 256, 0, stream>>>(a, b, c, n);
+    cudaStreamSynchronize(stream);
+}
+"""
+
+SKIPPED_CALLS_CU = TEMPLATE.replace(
+    "    int threads = 256;",
+    "    static long calls = 0;\n    if (calls++ % 2) return;  // every other call does nothing\n"
+    "    int threads = 256;")
+
+LATE_ERROR_CU = TEMPLATE.replace(
+    "    int threads = 256;",
+    "    static long calls = 0;\n"
+    "    if (++calls == 12) { add_kernel<<<1, 1>>>(a, b, c + (1L << 40), n); return; }\n"
+    "    int threads = 256;")
+
+HUNG_CU = r"""
+__global__ void add_kernel(const float* a, const float* b, float* c, int n, int hang) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (hang) { volatile int forever = 1; while (forever) {} }
+    if (i < n) c[i] = a[i] + b[i];
+}
+extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
+    static long calls = 0;
+    add_kernel<<<(n + 255) / 256, 256>>>(a, b, c, n, ++calls == 4);
+}
+"""
+
+PATCHED_TIMER_PY = '''
+import sys
+
+import torch
+
+_harness = sys.modules["__main__"]
+_real = _harness.Device.time_call
+
+
+def _tenth(self, fn, *args):
+    return _real(self, fn, *args) / 10
+
+
+_harness.Device.time_call = _tenth
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+'''
+
+HONEST_TORCH_PY = '''
+import torch
+
+
+def run_kernel(a, b, c, n):
+    torch.add(a, b, out=c)
+'''
+
+SOURCES = (PERSISTING_L2_CU, SKIPPED_CALLS_CU, LATE_ERROR_CU, HUNG_CU)
+
+
+@pytest.fixture(scope="module")
+def vector_add():
+    return load_problem(ROOT / "problems/vector_add")
+
+
+def judge(problem, source, cuda, sandbox, language="cuda", **options):
+    return judge_source(problem, source, language=language, device=cuda, sandbox=sandbox,
+                        options=JudgeOptions(**options))
+
+
+def _times(result) -> dict[str, float]:
+    return {t.name: t.time_ms for t in result.tests if t.time_ms is not None}
+
+
+def test_a_raised_persisting_l2_limit_buys_no_time(cuda, gpu_sandbox, vector_add):
+    plain = judge(vector_add, PERSISTING_L2_CU.replace(
+        "cudaStreamSetAttribute(stream", "if (0) cudaStreamSetAttribute(stream"),
+        cuda, gpu_sandbox)
+    persisting = judge(vector_add, PERSISTING_L2_CU, cuda, gpu_sandbox)
+    assert plain.verdict is Verdict.AC and persisting.verdict is Verdict.AC, persisting.message
+    assert persisting.applied["timing_setup"]["persisting_l2_reset"]
+    for name, ms in _times(plain).items():
+        assert _times(persisting)[name] > 0.95 * ms, (name, _times(persisting), _times(plain))
+
+
+def test_a_patched_timer_is_charged_what_the_judges_clock_saw(cuda, gpu_sandbox, vector_add):
+    honest = judge(vector_add, HONEST_TORCH_PY, cuda, gpu_sandbox, language="torch")
+    forged = judge(vector_add, PATCHED_TIMER_PY, cuda, gpu_sandbox, language="torch")
+    assert honest.verdict is Verdict.AC and forged.verdict is Verdict.AC
+    largest = max(_times(honest), key=_times(honest).get)
+    assert _times(forged)[largest] > 0.9 * _times(honest)[largest], (_times(forged),
+                                                                     _times(honest))
+    assert any("charged" in flag for flag in forged.flags), forged.flags
+
+
+@pytest.mark.xfail(strict=True, reason="issue 28: a forgery under the judge's clock's allowance "
+                                       "(0.05 ms + 5 %) is kept on calls that short")
+def test_a_patched_timer_is_charged_on_the_shortest_timed_point_too(cuda, gpu_sandbox,
+                                                                      vector_add):
+    honest = judge(vector_add, HONEST_TORCH_PY, cuda, gpu_sandbox, language="torch")
+    forged = judge(vector_add, PATCHED_TIMER_PY, cuda, gpu_sandbox, language="torch")
+    shortest = min(_times(honest), key=_times(honest).get)
+    assert _times(forged)[shortest] > 0.9 * _times(honest)[shortest]
+
+
+def test_work_skipped_on_every_other_call_is_wrong(cuda, gpu_sandbox, vector_add):
+    result = judge(vector_add, SKIPPED_CALLS_CU, cuda, gpu_sandbox)
+    assert result.verdict is Verdict.WA, result.to_dict()
+
+
+def test_an_illegal_address_on_a_late_call_is_re_and_the_gpu_judges_on(cuda, gpu_sandbox,
+                                                                         vector_add):
+    result = judge(vector_add, LATE_ERROR_CU, cuda, gpu_sandbox)
+    assert result.verdict is Verdict.RE, result.to_dict()
+    text = result.message + "".join(t.message for t in result.tests)
+    assert "illegal" in text.lower(), text
+    assert judge(vector_add, TEMPLATE, cuda, gpu_sandbox).verdict is Verdict.AC
+
+
+def test_a_hung_kernel_is_tle_and_the_next_judging_on_the_gpu_is_ac(cuda, gpu_sandbox,
+                                                                    vector_add):
+    result = judge(vector_add, HUNG_CU, cuda, gpu_sandbox)
+    assert result.verdict is Verdict.TLE, result.to_dict()
+    assert result.applied.get("gpu_released", True), result.flags
+    after = judge(vector_add, TEMPLATE, cuda, gpu_sandbox)
+    assert after.verdict is Verdict.AC, after.to_dict()
