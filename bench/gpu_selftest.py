@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -58,9 +59,11 @@ class Context:
     """What a stage has: the device, the sandbox, and the row writer."""
 
     def __init__(self, device_name: str, sandbox_name: str, out: Path, stage: str):
-        from judge.host.device import detect
+        from judge.host.device import DeviceInfo, detect
 
-        self.device = detect(device_name)
+        described = out / "device.json"  # the orchestrator's detection: no probe per stage
+        self.device = (DeviceInfo(**json.loads(described.read_text())) if described.is_file()
+                       else detect(device_name))
         self.sandbox = _sandbox(self.device, sandbox_name)
         self.out, self.stage = out, stage
         self.failed = False
@@ -387,6 +390,7 @@ def orchestrate(args: argparse.Namespace) -> int:
     except DeviceUnavailable as exc:
         write_row(out, "device", args.device, False, f"not here: {exc}", {}, None)
         return NO_DEVICE
+    (out / "device.json").write_text(json.dumps(dataclasses.asdict(device)))
     status = 0
     for stage in STAGES:
         if args.stages and stage.name not in args.stages:
