@@ -419,6 +419,13 @@ def orchestrate(args: argparse.Namespace) -> int:
         if code:
             status = 1
     write_row(out, "total", "-", status == 0, "", {}, time.monotonic() - started)
+    if args.write:
+        from bench.benchmarks_md import report_section
+
+        command = ("`bash deploy/gpu-selftest.sh`" if device.kind != "cpu" else
+                   "`DEVICE=cpu bash deploy/gpu-selftest.sh --write` (the stages a CPU can run)")
+        report_section(f"selftest-{device.kind}", f"Device self-test ({device.kind})",
+                       f"Command: {command}\n\n{(out / 'selftest.md').read_text()}", True)
     return status
 
 
@@ -432,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage-scale", type=float, default=1.0,
                         help="multiply every stage's budget (a slower machine)")
     parser.add_argument("--stages", nargs="*", help="only these stages")
+    parser.add_argument("--write", action="store_true", help="put the table in BENCHMARKS.md")
     parser.add_argument("--stage", help=argparse.SUPPRESS)  # run one stage, in this process
     args = parser.parse_args(argv)
     if args.stage:
