@@ -54,7 +54,8 @@ from judge.problem.schema import Timing
 # samples paired round by round) and above an allowance: two honest harness processes differ
 # systematically by tens of microseconds per request on a busy 2-core VM, which the judge
 # cannot tell from a forgery of that size (on the CPU device up to ~0.1 ms: see BACKSTOP_MS,
-# bench/cpu_timing.py). On a GPU, where the allowance applies to the clock, it is not measured yet.
+# bench/cpu_timing.py). On a GPU, where the allowance applies to the clock, it is not measured yet:
+# the device self-test's `floor` stage measures it (each baseline judged against itself).
 SIGNIFICANCE = 3.0
 ALLOWANCE_MS = 0.05
 ALLOWANCE_FRACTION = 0.05  # of the reported time
