@@ -377,8 +377,9 @@ class InputSet:
         copy.outputs = (copy.host_outputs if on_cpu
                         else {n: torch.empty_like(t) for n, t in self.outputs.items()})
         copy.staged = not on_cpu
-        copy.pinned = copy.staged and all(_pin(t) for t in (*copy.host_inputs.values(),
-                                                            *copy.host_outputs.values()))
+        shared = (*copy.host_inputs.values(), *copy.host_outputs.values())
+        copy.locked = [t for t in shared if _pin(t)] if copy.staged else []
+        copy.pinned = bool(shared) and len(copy.locked) == len(shared)
         copy.values = [copy.inputs.get(n, copy.outputs.get(n, v))
                        for n, v in zip(self.names, self.values)]
         copy._record_layout()
@@ -386,6 +387,16 @@ class InputSet:
 
     staged = False  # whether the tensors run_kernel gets are copies of shared files (GPU)
     pinned = False  # whether those files are page-locked for the copies (cudaHostRegister)
+    locked: list = []  # the shared tensors page-locked so far (unlocked before they go)
+
+    def unpin(self) -> None:
+        """Release the page locks before the mappings go (the next test point's load)."""
+        cudart = _cudart() if self.locked else None
+        for t in self.locked:
+            cudart.cudaHostUnregister(ctypes.c_void_p(t.data_ptr()))
+        if cudart is not None:
+            cudart.cudaGetLastError()
+        self.locked, self.pinned = [], False
 
     def stage_in(self) -> None:
         for name, t in self.inputs.items():
@@ -522,6 +533,8 @@ class Harness:
         return ms
 
     def op_load(self, msg: dict) -> dict:
+        if self.fresh is not None:
+            self.fresh.unpin()
         self.sets, self.prepared, self.fresh = [], None, None
         if self.device.is_cuda:
             torch.cuda.empty_cache()  # the last test point's tensors go back to the device
