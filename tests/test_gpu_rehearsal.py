@@ -144,7 +144,9 @@ def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_p
         for row in ("| device | sandbox | ok trusted |", "| languages | vector_add cpp",
                     "| languages | vector_add triton", "| languages | vector_add tilelang",
                     "| spread | vector_add loop.cpp x5 | ok", "| floor | vector_add baseline",
-                    "| selftests | vector_add | ok", "| total | - | ok"):
+                    "| selftests | vector_add | ok",
+                    "| gputests | pytest -m gpu tests/gpu (collected: needs a GPU to run) | ok",
+                    "| total | - | ok"):
             assert row in cpu, f"{row!r} missing:\n{cpu}"
         assert "limits {memory: False" in cpu  # read-only cgroups, said in the table
         assert (out / "cpu" / "selftest.log").stat().st_size > 0
