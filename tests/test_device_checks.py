@@ -53,8 +53,10 @@ def test_a_cpp_library_without_the_device_check_still_runs(tmp_path):
 def test_the_cpu_harness_device_reports_its_flush_its_floor_and_no_l2_reset():
     device = harness.Device("cpu", 4096)
     described = device.describe()
-    assert {k: described[k] for k in ("flush_bytes", "flush_read_bytes", "persisting_l2_reset")} \
-        == {"flush_bytes": 4096, "flush_read_bytes": 0, "persisting_l2_reset": False}
+    keys = ("flush_bytes", "flush_read_bytes", "persisting_l2_reset", "persisting_l2_limit_zeroed")
+    assert {k: described[k] for k in keys} == {"flush_bytes": 4096, "flush_read_bytes": 0,
+                                               "persisting_l2_reset": False,
+                                               "persisting_l2_limit_zeroed": False}
     assert 0 < described["empty_call_ms"] < 1  # an empty call, timed as every call is
 
 

@@ -69,6 +69,9 @@ def _find_cudart():
     return None
 
 
+PERSISTING_L2_LIMIT = 0x06  # cudaLimitPersistingL2CacheSize
+
+
 class Device:
     """The device the harness runs on: synchronization, the cache flush and one call's timing.
 
@@ -86,6 +89,7 @@ class Device:
         self.torch_device = torch.device(name)
         self.is_cuda = self.torch_device.type == "cuda"
         self._reset_persisting_l2 = None
+        self._zero_persisting_limit = None
         self.flush_read = None
         if self.is_cuda:
             torch.cuda.set_device(self.torch_device)
@@ -98,6 +102,11 @@ class Device:
             reset = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
             if reset is not None and reset() == 0:  # kept only when it works on this device
                 self._reset_persisting_l2 = reset
+            limit = getattr(cudart, "cudaDeviceSetLimit", None)
+            if limit is not None and limit(PERSISTING_L2_LIMIT, ctypes.c_size_t(0)) == 0:
+                self._zero_persisting_limit = lambda: limit(PERSISTING_L2_LIMIT, ctypes.c_size_t(0))
+            elif cudart is not None:
+                cudart.cudaGetLastError()
             self.flush_read = torch.ones(max(flush_bytes, 1), dtype=torch.uint8,
                                          device=self.torch_device)
         self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
@@ -126,6 +135,7 @@ class Device:
         return {"flush_bytes": self.flush_buffer.numel(),
                 "flush_read_bytes": 0 if self.flush_read is None else self.flush_read.numel(),
                 "persisting_l2_reset": self._reset_persisting_l2 is not None,
+                "persisting_l2_limit_zeroed": self._zero_persisting_limit is not None,
                 "empty_call_ms": self.empty_call_ms, "settle_floor_ms": self.settle_floor_ms}
 
     def synchronize(self) -> None:
@@ -133,7 +143,11 @@ class Device:
             self._sync()
 
     def flush_cache(self) -> None:
-        """Reset persisting L2 lines, write the flush buffer, then (GPU) read another one."""
+        """Set the persisting-L2 limit back to 0 and reset persisting lines (a submission may
+        have raised the limit: a carve-out it keeps across calls would hold its data through
+        the flush), write the flush buffer, then (GPU) read another one."""
+        if self._zero_persisting_limit is not None:
+            self._zero_persisting_limit()
         if self._reset_persisting_l2 is not None:
             self._reset_persisting_l2()
         self.flushes += 1

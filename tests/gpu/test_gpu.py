@@ -111,6 +111,7 @@ def test_the_flush_covers_twice_the_l2_and_persisting_lines_are_reset(cuda):
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     assert described["flush_bytes"] >= 2 * l2 > 0 and described["flush_read_bytes"] >= 2 * l2
     assert described["persisting_l2_reset"], "cudaCtxResetPersistingL2Cache was not found"
+    assert described["persisting_l2_limit_zeroed"], "cudaDeviceSetLimit was not found"
     device.flush_cache()  # the reset itself must not fail
 
 

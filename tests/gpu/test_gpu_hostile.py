@@ -129,7 +129,8 @@ def test_a_raised_persisting_l2_limit_buys_no_time(cuda, gpu_sandbox, vector_add
         cuda, gpu_sandbox)
     persisting = judge(vector_add, PERSISTING_L2_CU, cuda, gpu_sandbox)
     assert plain.verdict is Verdict.AC and persisting.verdict is Verdict.AC, persisting.message
-    assert persisting.applied["timing_setup"]["persisting_l2_reset"]
+    setup = persisting.applied["timing_setup"]
+    assert setup["persisting_l2_reset"] and setup["persisting_l2_limit_zeroed"]
     for name, ms in _times(plain).items():
         assert _times(persisting)[name] > 0.95 * ms, (name, _times(persisting), _times(plain))
 
