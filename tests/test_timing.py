@@ -366,3 +366,24 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
         interleave(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
                    always, flush=None, throttled=lambda: True)
+
+
+def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_time_cap(tmp_path):
+    """The throttled card's cut-off concerns throttled rounds only: calls slower than the cap
+    (Triton's interpreter on the CPU) still get their three rounds (a clean-clone run had
+    fused_moe's Triton self-test SE'd as 'throttled' with no GPU at all)."""
+    import time as clock
+
+    from judge.judging.timing import FreshRounds, interleave
+    from judge.problem.schema import Timing
+
+    def request(role, op, **fields):
+        clock.sleep(0.01)
+        return {"ms": 10.0}
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    got = interleave(request, lambda role, frozen: None,
+                     Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
+                     rounds, flush=lambda: None)
+    assert len(got["submission"].reported) == 3
