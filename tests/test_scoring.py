@@ -30,3 +30,35 @@ def test_score_expression():
     assert scoring.score("100 * speedup", 1.5) == 150
     assert scoring.score("100 * min(speedup, 2)", 3.0) == 200
     assert scoring.score("100 * log2(1 + speedup)", 1.0) == 100
+
+
+def test_no_point_is_charged_under_its_floor_or_the_roofline():
+    """A time under the empty call's floor or the roofline is raised to the higher bound, and
+    flagged when clearly under it; an honest time above both is left alone."""
+    from types import SimpleNamespace
+
+    from judge.host.device import DeviceInfo
+    from judge.judging.pipeline import JudgingRun
+    from judge.judging.record import JudgeResult, TestReport
+    from judge.problem.schema import load_problem
+    from tests.conftest import PROBLEMS
+
+    problem = load_problem(PROBLEMS / "vector_add")
+    h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a", 4800.0, 989.0)
+    run = SimpleNamespace(spec=problem.spec, device=h200, result=JudgeResult("vector_add", "v", "x"))
+    run.roofline_ms = lambda test: JudgingRun.roofline_ms(run, test)
+    test = next(t for t in problem.tests if t.params.get("n") == 16777216)
+    roof = run.roofline_ms(test)
+    assert roof == pytest.approx(3 * 4 * 16777216 / 4.8e12 * 1000)  # 0.042 ms of HBM
+    report = TestReport(test.name, floor_ms=0.004)
+    assert JudgingRun._physical(run, report, test, 0.05) == 0.05 and not run.result.flags
+    assert JudgingRun._physical(run, report, test, 0.0001) == pytest.approx(roof)
+    assert "under the roofline" in run.result.flags[-1]
+    cpu = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
+                          result=JudgeResult("vector_add", "v", "x"))
+    cpu.roofline_ms = lambda test: JudgingRun.roofline_ms(cpu, test)
+    assert cpu.roofline_ms(test) is None
+    assert JudgingRun._physical(cpu, report, test, 0.0001) == 0.004
+    assert "under the empty call's floor" in cpu.result.flags[-1]
+    assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004  # within the margin: no flag
+    assert len(cpu.result.flags) == 1

@@ -745,10 +745,10 @@ class JudgingRun:
             and cpu_meter is not None)
         self._check_rounds(test, rounds)
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
-        self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
-                          scoring.Stats.of(samples["baseline"].reported))
         if samples["submission"].floor:
             report.floor_ms = statistics.median(samples["submission"].floor)
+        self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
+                          scoring.Stats.of(samples["baseline"].reported))
 
     def _shared_outputs(self, who: Contender, test: TestPoint,
                         cases: list[TestCase]) -> SharedTensors:
@@ -812,10 +812,37 @@ class JudgingRun:
                 raise sub.death("the baseline could not run beside it") from None
             raise RunFailure(Verdict.SE, f"baseline failed: {failure.message}") from None
 
+    def roofline_ms(self, test: TestPoint) -> float | None:
+        """The least time the problem's declared bytes and flops take at the device's peaks
+        (None where neither is known)."""
+        metrics, least = self.spec.metrics, []
+        if metrics.bytes is not None and self.device.peak_gbps:
+            least.append(float(exprs.evaluate(metrics.bytes, test.params))
+                         / (self.device.peak_gbps * 1e9))
+        peak = self.device.peak_tflops_for(metrics.precision) if metrics.flops else None
+        if peak:
+            least.append(float(exprs.evaluate(metrics.flops, test.params)) / (peak * 1e12))
+        return 1000 * max(least) if least else None
+
+    def _physical(self, report: TestReport, test: TestPoint, ms: float) -> float:
+        """No point below physics: a time under the empty call's floor (measured beside it) or
+        under the roofline is charged at that bound, and flagged when clearly under it."""
+        bounds = {"the empty call's floor": report.floor_ms,
+                  "the roofline": self.roofline_ms(test)}
+        name, least = max(((k, v) for k, v in bounds.items() if v), key=lambda kv: kv[1],
+                          default=(None, 0.0))
+        if ms >= least:
+            return ms
+        if ms < (1 - timing_loop.PHYSICS_MARGIN) * least:
+            self.result.flags.append(f"{test.name}: {ms:.4f} ms per call is under {name} "
+                                     f"({least:.4f} ms): charged at it")
+        return least
+
     def _fill_timing(self, report: TestReport, test: TestPoint, charge: timing_loop.Charge,
                      sub: scoring.Stats, base: scoring.Stats) -> None:
-        report.time_ms, report.baseline_ms = charge.ms, base.median
-        report.speedup = scoring.speedup(base.median, charge.ms)
+        ms = self._physical(report, test, charge.ms)
+        report.time_ms, report.baseline_ms = ms, base.median
+        report.speedup = scoring.speedup(base.median, ms)
         if charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
             self.result.flags.append(
                 f"{test.name}: charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
@@ -825,7 +852,7 @@ class JudgingRun:
         report.clock_excess_ms = charge.time_excess_ms
         report.prepare_excess_ms = charge.prepare_excess_ms if self.device.kind != "cpu" else None
         report.samples = sub.n
-        seconds = charge.ms / 1000
+        seconds = ms / 1000
         metrics = self.spec.metrics
         if metrics.bytes is not None and seconds > 0:
             report.gbps = float(exprs.evaluate(metrics.bytes, test.params)) / seconds / 1e9

@@ -66,6 +66,10 @@ ALLOWANCE_FRACTION = 0.05  # of the reported time
 # scheduling, not work.
 BACKSTOP_MS = 0.25
 BACKSTOP_FRACTION = 0.25
+# A time charged under a physical bound (the empty call's floor, the roofline) is raised to it;
+# more than this fraction under it is also flagged (an honest call sits at the floor at best, and
+# near the roofline only by the noise of both figures)
+PHYSICS_MARGIN = 0.1
 # Turns per test point in which the baseline's harness (no contestant code: no thread of the
 # submission runs unmetered meanwhile) times an empty run_kernel called the submission's way
 # under the same conditions (flush, thaw, fresh inputs): the floor reported with the point. Its
