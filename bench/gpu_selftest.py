@@ -146,7 +146,7 @@ def stage_device(ctx: Context) -> None:
 
     from judge.host.device import queue_device
     from judge.host.sandbox import isolation
-    from judge.host.telemetry import gpu_state
+    from judge.host.telemetry import gpu_compute_mode, gpu_state
     from judge.languages import get_language
 
     device = ctx.device
@@ -157,7 +157,7 @@ def stage_device(ctx: Context) -> None:
     if device.kind == "cuda":
         state = gpu_state(device)
         ctx.row("gpu state", state is not None, "NVML" if state else "NVML not readable",
-                state or {})
+                {**(state or {}), "compute_mode": gpu_compute_mode(device)})
     versions = {"python": sys.version.split()[0], "torch": torch.__version__,
                 "torch_cuda": torch.version.cuda}
     for name in ("triton", "tilelang"):
@@ -198,8 +198,8 @@ def stage_spread(ctx: Context) -> None:
     from judge.verdicts import Verdict
 
     if ctx.device.kind == "cpu":
-        problem, path, tests = _problem("vector_add"), None, None
-        path = ROOT / "problems/vector_add/solutions/AC/loop.cpp"
+        problem, tests = _problem("vector_add"), None
+        path = problem.path / "solutions/AC/loop.cpp"
     else:
         problem = _problem("rmsnorm")
         path = problem.path / "templates/cuda.cu"

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from judge.host.device import DeviceInfo, device_nodes
 from judge.settings import settings
-from sandbox import BACKENDS, NoSandbox, Sandbox, get_sandbox
+from sandbox import NoSandbox, Sandbox, get_sandbox
 from sandbox.cgroup import Cgroup
+from sandbox.command import CommandSandbox
 from sandbox.trusted import TrustedSandbox
 
 
@@ -41,6 +42,6 @@ def isolation(sandbox: Sandbox) -> dict:
         kept = "host files, network, other processes"
     else:
         kept = "network, other processes (host files are visible)"
-    limits = (Cgroup.probe() if sandbox.name in BACKENDS and sandbox.name != "docker"
-              or sandbox.trusted_code_only else {"container": True})
+    # child-process backends put each run in a cgroup of the judge's; docker's engine limits it
+    limits = Cgroup.probe() if isinstance(sandbox, CommandSandbox) else {"container": True}
     return {"sandbox": sandbox.name, "isolates": kept, "limits": limits}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections.abc import Callable
 from functools import cache
 
@@ -181,8 +182,6 @@ def await_gpu_release(device: DeviceInfo, pids: list[int], timeout_s: float = 10
     """After a run was killed (a hung kernel, a crash): wait until none of its processes holds
     the GPU any more; False if one still did after `timeout_s` (the next timing would share
     the card with it)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         usage = gpu_process_memory(device)

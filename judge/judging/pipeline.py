@@ -583,8 +583,8 @@ class JudgingRun:
         reply = who.request("load", STARTUP_GRACE_S, test=test.name, files=files,
                             outputs=cases[0].output_specs, shared=shared)
         if shared is not None and self.device.kind != "cpu":
-            pinned = self.result.applied.setdefault("timing_setup", {})
-            pinned["pinned_copies"] = pinned.get("pinned_copies", True) and reply.get("pinned")
+            setup = self.result.applied.setdefault("timing_setup", {})
+            setup["pinned_copies"] = setup.get("pinned_copies", True) and reply.get("pinned")
 
     def _warm(self, who: Contender, test: TestPoint) -> None:
         """On a GPU, Triton and TileLang compile at the first call of every new shape: that

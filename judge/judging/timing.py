@@ -91,8 +91,9 @@ class Samples:
 
     def extend(self, other: Samples) -> None:
         """Add a round's samples (kept in a Samples of their own until the round is judged)."""
-        for name in ("reported", "time_rt", "prepare_rt", "cpu", "floor"):
-            getattr(self, name).extend(getattr(other, name))
+        for name, values in vars(other).items():
+            if isinstance(values, list):
+                getattr(self, name).extend(values)
 
     @property
     def overhead(self) -> list[float]:

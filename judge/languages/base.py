@@ -35,6 +35,12 @@ BUILD_DIR = "/kj/build"
 MAX_LOG = 16 * 1024
 
 
+def on_host(sandbox: Sandbox | None) -> bool:
+    """Whether a compile or run in `sandbox` sees the host's toolchains (None: a host one);
+    else an image's own, found on its PATH."""
+    return sandbox is None or sandbox.host_system
+
+
 def cache_root() -> Path:
     return settings().cache_dir / "compile"
 
@@ -188,7 +194,7 @@ class NativeLanguage(Language):
     def compiler_in(self, sandbox: Sandbox | None) -> str:
         """The compiler a compile in `sandbox` runs: the host's, or in an image the tool's own
         name, found on the image's PATH (a host path means nothing there)."""
-        return self.compiler if sandbox is None or sandbox.host_system else self.default_compiler
+        return self.compiler if on_host(sandbox) else self.default_compiler
 
     @property
     def flags(self) -> list[str]:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
-from judge.languages.base import NativeLanguage, support_source
+from judge.languages.base import NativeLanguage, on_host, support_source
 from judge.settings import settings
 from sandbox import Sandbox
 from sandbox.base import DEFAULT_PATH
@@ -64,7 +64,7 @@ class Cuda(NativeLanguage):
     def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
         """nvcc's own folder first on PATH, where runs see the host's system (sandboxes start
         from a scrubbed PATH); an image's runs keep the image's PATH and its own CUDA."""
-        if sandbox is not None and not sandbox.host_system:
+        if not on_host(sandbox):
             return {}
         found = shutil.which(self.compiler)
         folders = [str(Path(found).parent)] if found else []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from judge.host.device import DeviceInfo
-from judge.languages.base import Language, package_version
+from judge.languages.base import Language, on_host, package_version
 from judge.languages.cuda import LANGUAGE as CUDA
 from judge.languages.cuda import cuda_home
 from sandbox import Sandbox
@@ -35,7 +35,7 @@ class TileLang(Language):
         env = {"TILELANG_CACHE_DIR": "/tmp/tilelang-cache", "TVM_NUM_THREADS": "1"}
         if device.kind == "cuda":  # TileLang runs nvcc at the first call: find it as the judge does
             env.update(CUDA.runtime_env(device, sandbox))
-            home = cuda_home() if sandbox is None or sandbox.host_system else None
+            home = cuda_home() if on_host(sandbox) else None
             if home:  # an image's own CUDA is found by TileLang itself
                 env["CUDA_HOME"] = home
             if device.arch:
