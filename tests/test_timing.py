@@ -387,3 +387,18 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
                      Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
                      rounds, flush=lambda: None)
     assert len(got["submission"].reported) == 3
+
+
+def test_the_operator_recorder_pays_torchs_lazy_imports_before_contestant_code():
+    """torch imports its compiler (~1.5 s) at the first operator run under a dispatch mode: paid
+    in the first checked call, it made a Triton self-test TLE (3 s limit) on a loaded CI host."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from judge.harness.main import OperatorRecorder\n"
+            "OperatorRecorder({'id': 'r', 'message': 'm', 'allowed': []}, [])\n"
+            "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr
