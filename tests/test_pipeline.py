@@ -119,7 +119,7 @@ def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, de
               '  for (int i = 0; i < n; ++i) c[i] = saved[i]; }')
     result = judge(vector_add, source, cpu, default_sandbox, JudgeOptions(), language="cpp")
     assert result.verdict is Verdict.WA
-    assert "outputs of timed call" in next(t for t in result.tests
+    assert "outputs of a timed call" in next(t for t in result.tests
                                            if t.verdict is Verdict.WA).message
 
 
@@ -242,21 +242,26 @@ def run_kernel(a, b, c, n):
 """
 
 MOVED_AFTER_RETURN = COUNT_TO + """
-work = threading.Semaphore(0)
+work, done = threading.Semaphore(0), threading.Semaphore(0)
+pending = []
 
 
 def spin():  # the slow part of every call, done once the call has returned
     while True:
         work.acquire()
         count_to(STEPS)
+        done.release()
 
 
 threading.Thread(target=spin, daemon=True).start()
 
 
 def run_kernel(a, b, c, n):
+    if pending:  # the last call's slow part must be over (a pipeline: one call in flight)
+        done.acquire()
     torch.add(a, b, out=c)
     work.release()
+    pending.append(1)
 """
 
 
@@ -277,7 +282,9 @@ def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add,
         assert cheat.time_ms >= 0.85 * control.time_ms >= 0.4, (cheat.time_ms, control.time_ms)
     # the speedups also carry the two judgings' baselines, which differ by up to ~30 % here
     assert result.speedup <= 1.5 * honest.speedup
-    assert any("charged" in flag for flag in result.flags), result.flags
+    if forged is FORGED_TIMER:  # a report far under what was charged is flagged (a pipeline's
+        # report is honest: each call waits for the last one's deferred part)
+        assert any("charged" in flag for flag in result.flags), result.flags
 
 
 def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,

@@ -15,9 +15,11 @@ import ctypes.util
 import glob
 import importlib.util
 import json
+import math
 import mmap
 import os
 import resource
+import statistics
 import sys
 import time
 import traceback
@@ -381,15 +383,15 @@ class InputSet:
         # what run_kernel is given: it must write into these very tensors, never swap them
         self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
 
-    def shared_copy(self, inputs_file: str, outputs_file: str) -> InputSet:
-        """The same arguments, with the timed calls' fresh inputs and their outputs in files the
-        judge maps too (raw, see protocol.py): read-only inputs, the outputs writable. On the CPU
-        run_kernel gets those very tensors; on a GPU device tensors of their own, which
-        `stage_in` / `stage_out` copy from and to the files."""
+    def shared_copy(self, inputs_file: str, outputs_file: str, slot: int = 0) -> InputSet:
+        """The same arguments, with one timed call's fresh inputs and its outputs in files the
+        judge maps too (raw, see protocol.py; `slot`: which of the files' sets): read-only
+        inputs, the outputs writable. On the CPU run_kernel gets those very tensors; on a GPU
+        device tensors of their own, which `stage_in` / `stage_out` copy from and to the files."""
         copy = object.__new__(InputSet)
         copy.names, copy.pristine = self.names, {}
-        copy.host_inputs = _map_tensors(inputs_file, self.inputs, writable=False)
-        copy.host_outputs = _map_tensors(outputs_file, self.outputs, writable=True)
+        copy.host_inputs = _map_tensors(inputs_file, self.inputs, writable=False, slot=slot)
+        copy.host_outputs = _map_tensors(outputs_file, self.outputs, writable=True, slot=slot)
         on_cpu = all(t.device.type == "cpu" for t in self.inputs.values())
         copy.inputs = (copy.host_inputs if on_cpu
                        else {n: torch.empty_like(t) for n, t in self.inputs.items()})
@@ -463,11 +465,13 @@ def _cudart():
     return _CUDART[0]
 
 
-def _map_tensors(path: str, like: dict[str, torch.Tensor], writable: bool) -> dict:
-    """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU)."""
+def _map_tensors(path: str, like: dict[str, torch.Tensor], writable: bool,
+                 slot: int = 0) -> dict:
+    """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU); the
+    file holds sets of that layout one after another (protocol.slot_stride), `slot` says which."""
     size = sum(t.numel() * t.element_size() for t in like.values())
     with open(path, "r+b" if writable else "rb") as f:
-        mapping = mmap.mmap(f.fileno(), max(size, 1),
+        mapping = mmap.mmap(f.fileno(), max(size, 1), offset=slot * protocol.slot_stride(size),
                             access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
     with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
         warnings.simplefilter("ignore")
@@ -516,8 +520,8 @@ class Harness:
                 min(1.0, (config["gpu_memory_bytes"] + own) / total), self.device.torch_device)
         self.sets: list[InputSet] = []
         self.next_set = 0
-        self.prepared: InputSet | None = None
-        self.fresh: InputSet | None = None  # the timed calls' fresh inputs
+        self.prepared: list[InputSet] | None = None
+        self.fresh: list[InputSet] = []  # the timed calls' fresh inputs, a set per batch slot
         rule = config.get("operator_rule")
         # the language's runtime packages (config `packages`): their operators are not the
         # submission's, and their versions are reported
@@ -538,12 +542,12 @@ class Harness:
         `record`: with the problem's operator rule enforced (the checked and warm-up calls; a
         timed call is not, so that a Triton or TileLang contender pays no Python dispatch per
         ATen call that the baseline does not)."""
-        if empty:
+        if empty:  # the same steps around the call: the judge subtracts them (timing.Floor)
             if empty not in self.empty:
                 self.empty[empty] = empty_kernel(empty, self.args)
             fn = self.empty[empty]
-            return self.device.time_call(lambda: fn(*inputs.values))
-        if self.recorder is None or not record:
+            ms = self.device.time_call(lambda: fn(*inputs.values))
+        elif self.recorder is None or not record:
             ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
         else:
             with self.recorder:  # entered and left outside the measured call
@@ -552,9 +556,9 @@ class Harness:
         return ms
 
     def op_load(self, msg: dict) -> dict:
-        if self.fresh is not None:
-            self.fresh.unpin()
-        self.sets, self.prepared, self.fresh = [], None, None
+        for fresh in self.fresh:
+            fresh.unpin()
+        self.sets, self.prepared, self.fresh = [], None, []
         if self.device.is_cuda:
             torch.cuda.empty_cache()  # the last test point's tensors go back to the device
         for file in msg["files"]:
@@ -562,9 +566,10 @@ class Harness:
         self.next_set = 0
         shared = msg.get("shared")
         if shared:
-            self.fresh = self.sets[0].shared_copy(shared["inputs"], shared["outputs"])
+            self.fresh = [self.sets[0].shared_copy(shared["inputs"], shared["outputs"], slot)
+                          for slot in range(shared.get("slots", 1))]
         self.device.synchronize()
-        return {"ok": True, "pinned": bool(self.fresh and self.fresh.pinned)}
+        return {"ok": True, "pinned": bool(self.fresh) and all(f.pinned for f in self.fresh)}
 
     def op_run(self, msg: dict) -> dict:
         inputs = self.sets[msg["set"]]
@@ -593,43 +598,53 @@ class Harness:
         return {"ok": True, "calls": calls}
 
     def op_prepare(self, msg: dict) -> dict:
-        """Before a timed call, in a request of its own so that the judge's clock around the timed
-        request is not drowned in the flush's own time: the fresh inputs (`fresh`, copied to the
-        device from the shared file) or the next loaded set, outputs poisoned, cache flushed."""
+        """Before a timed turn, in a request of its own so that the judge's clock around the
+        timed request is not drowned in the flush's own time: the fresh inputs of the turn's
+        `calls` (`fresh`: copied to the device from the shared file's first sets) or the next
+        loaded set, outputs poisoned, cache flushed."""
         if msg.get("fresh"):
-            self.prepared = self.fresh
-            if self.fresh.staged:
-                self.fresh.stage_in()
+            self.prepared = self.fresh[:msg.get("calls", 1)]
+            for inputs in self.prepared:
+                if inputs.staged:
+                    inputs.stage_in()
         else:
-            self.prepared = self.sets[self.next_set]
+            self.prepared = [self.sets[self.next_set]]
             self.next_set = (self.next_set + 1) % len(self.sets)
-        for t in self.prepared.outputs.values():
-            poison(t)
+        for inputs in self.prepared:
+            for t in inputs.outputs.values():
+                poison(t)
         self.device.flush_cache()
         self.device.synchronize()  # on a GPU the copies and fills are asynchronous
         return {"ok": True}
 
     def op_time(self, msg: dict, record: bool = False) -> dict:
-        """One timed call: on what `prepare` readied, else (`fresh`, on the CPU device, where the
-        judge wrote the inputs, poisoned the outputs and flushed the cache) the shared tensors."""
+        """A timed turn: `calls` consecutive calls (default one, none for the request's own
+        floor), each on its own inputs: what `prepare` readied, else (`fresh`, the CPU device,
+        where the judge wrote the inputs, poisoned the outputs and flushed the cache) the shared
+        sets themselves. Replies with the calls' reported times (`ms` their median)."""
+        calls = msg.get("calls", 1)
         if self.prepared is None:
             if msg.get("fresh"):
-                self.prepared = self.fresh
+                self.prepared = self.fresh[:calls]
             else:
                 self.op_prepare({})
-        inputs, self.prepared = self.prepared, None
-        ms = self.call(inputs, empty=msg.get("empty"), record=record or msg.get("record", False))
-        self.collected = inputs
-        return {"ok": True, "ms": ms}
+        batch, self.prepared = self.prepared[:calls], None
+        record = record or msg.get("record", False)
+        times = [self.call(inputs, empty=msg.get("empty"), record=record) for inputs in batch]
+        self.collected = batch
+        return {"ok": True, "ms": statistics.median(times) if times else 0.0,
+                "total_ms": math.fsum(times)}
 
-    collected: InputSet | None = None  # the last timed call's, until `collect`
+    collected: list[InputSet] = []  # the last timed turn's sets, until `collect`
 
     def op_collect(self, msg: dict) -> dict:
-        """After a timed call on a GPU, in a request of its own (the copy varies with the
+        """After a timed turn on a GPU, in a request of its own (the copy varies with the
         process, the judge compares it with the baseline's): the outputs back to the file."""
-        inputs, self.collected = self.collected, None
-        if inputs is not None and inputs.staged:
+        batch, self.collected = self.collected, []
+        staged = [inputs for inputs in batch if inputs.staged]
+        for inputs in staged:
             inputs.stage_out()
+        if staged:
             self.device.synchronize()
         return {"ok": True}
 

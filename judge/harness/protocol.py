@@ -103,6 +103,16 @@ REPLY_KINDS = ("RE", "MLE", "WA", "RV", "CE", "SE")
 MAX_ERROR = 4000  # characters of an error text
 
 
+# Shared files hold a batch's sets one after another, each starting on a page (`slot_stride`): a
+# mapping of one set is then exact, and a device can page-lock each set on its own.
+SLOT_ALIGN = 4096
+
+
+def slot_stride(nbytes: int) -> int:
+    """Bytes from one set of a shared file to the next."""
+    return max(-(-nbytes // SLOT_ALIGN), 1) * SLOT_ALIGN
+
+
 def request(op: str, **fields) -> dict:
     """A request with a fresh nonce."""
     return {"op": op, "id": secrets.token_hex(8), **fields}

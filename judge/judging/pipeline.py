@@ -687,16 +687,19 @@ class JudgingRun:
         by_role = {"submission": sub, "baseline": base}
         cpu_meter = self._cpu_meter(by_role)
         folder = self.inputs_mount.host / test.name
-        fresh_inputs = SharedTensors(
-            folder / "fresh.raw", [(self.reference.input_shape(a, test), a.dtype)
-                                   for a in self.problem.inputs], writable_by_others=False)
+        input_specs = [(self.reference.input_shape(a, test), a.dtype) for a in self.problem.inputs]
+        slots = timing_loop.batch_slots(max(
+            _set_bytes(input_specs),
+            _set_bytes([(s["shape"], s["dtype"]) for s in cases[0].output_specs.values()])))
+        fresh_inputs = SharedTensors(folder / "fresh.raw", input_specs, writable_by_others=False,
+                                     slots=slots)
         outputs = {}
         try:
             for role, who in by_role.items():
-                outputs[role] = self._guard(who, lambda w=who: self._shared_outputs(w, test,
-                                                                                   cases), sub)
+                outputs[role] = self._guard(who, lambda w=who: self._shared_outputs(
+                    w, test, cases, slots), sub)
             shared = {role: {"inputs": self.sandbox.path(self.inputs_mount, test.name, "fresh.raw"),
-                             "outputs": who.out_path(test.name, "fresh.raw")}
+                             "outputs": who.out_path(test.name, "fresh.raw"), "slots": slots}
                       for role, who in by_role.items()}
             for who in (sub, base):
                 self._guard(who, lambda w=who: self._load(w, test, cases, shared[w.role]), sub)
@@ -713,8 +716,8 @@ class JudgingRun:
                 if not by_role[role].proc.freeze(frozen):
                     self.result.applied["frozen_between_turns"] = False
 
-            def draw_inputs(index: int) -> list:
-                drawn = self.reference.inputs(test, self._round_seed(test, index))
+            def draw_inputs(index: int, slot: int) -> list:
+                drawn = self.reference.inputs(test, self._round_seed(test, index, slot))
                 return [drawn[a.name] for a in self.problem.inputs]
 
             self.result.applied.setdefault("frozen_between_turns", True)
@@ -726,7 +729,7 @@ class JudgingRun:
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
                     cpu_meter, floor_loader=self.language.loader,
                     audit=operator_rule(self.language.name, self.spec.rules) is not None,
-                    throttled=self.throttled)
+                    throttled=self.throttled, max_calls=slots)
             except timing_loop.GpuThrottled as exc:
                 raise DeviceNotReady(str(exc)) from None
             finally:
@@ -744,14 +747,16 @@ class JudgingRun:
             self.result.applied.get("cpu_time_charged", True) and counted
             and cpu_meter is not None)
         self._check_rounds(test, rounds)
+        floor = timing_loop.Floor.of(samples["baseline"])
+        report.floor_ms = floor.empty_call_ms
+        report.batch_calls = statistics.median(samples["submission"].calls)
         charge = timing_loop.charge(samples["submission"], samples["baseline"])
-        if samples["submission"].floor:
-            report.floor_ms = statistics.median(samples["submission"].floor)
-        self._fill_timing(report, test, charge, scoring.Stats.of(samples["submission"].reported),
-                          scoring.Stats.of(samples["baseline"].reported))
+        self._fill_timing(report, test, charge,
+                          scoring.Stats.of(samples["submission"].per_call(floor)),
+                          scoring.Stats.of(samples["baseline"].per_call(floor)))
 
-    def _shared_outputs(self, who: Contender, test: TestPoint,
-                        cases: list[TestCase]) -> SharedTensors:
+    def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
+                        slots: int) -> SharedTensors:
         """A contender's timed outputs, in a file of its scratch directory that the judge maps."""
         path = who.host_out(test.name, "fresh.raw")
         who.proc.freeze(True)  # the run's own threads must not move things under the judge
@@ -762,7 +767,7 @@ class JudgingRun:
             path.unlink(missing_ok=True)  # whatever the run may have left there
             return SharedTensors(path, [(spec["shape"], spec["dtype"])
                                         for spec in cases[0].output_specs.values()],
-                                 writable_by_others=True)
+                                 writable_by_others=True, slots=slots)
         except OSError as exc:
             raise RunFailure(Verdict.RE, f"the run's scratch directory could not hold its "
                                          f"outputs ({exc})") from None
@@ -777,26 +782,28 @@ class JudgingRun:
             return None
         return lambda role: by_role[role].proc.cpu_ns()
 
-    def _round_seed(self, test: TestPoint, index: int) -> int:
-        return derive_seed(self.secret, test.name, f"timed{index}")
+    def _round_seed(self, test: TestPoint, index: int, slot: int) -> int:
+        return derive_seed(self.secret, test.name, f"timed{index}.{slot}")
 
     def _check_rounds(self, test: TestPoint, rounds: timing_loop.FreshRounds) -> None:
-        """Check the outputs of the kept rounds (drawn once the calls were over) for both."""
-        kept = {role: rounds.kept(role) for role in ("submission", "baseline")}
-        for position, (index, sub_file) in enumerate(kept["submission"]):
-            inputs = self.reference.inputs(test, self._round_seed(test, index))
-            case = TestCase(inputs, self.reference.expected(test, inputs),
-                            self.reference.output_specs(test))
-            check = self._compare(kept["baseline"][position][1], case)
-            if not check.passed:
-                raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}, timed call "
-                                             f"{index + 1}: {check.message}")
-            check = self._compare(sub_file, case)
-            if not check.passed:
-                raise RunFailure(Verdict.WA, f"the outputs of timed call {index + 1} (of "
-                                             f"{rounds.rounds}; {len(kept['submission'])} drawn "
-                                             f"at random were checked) differ from the "
-                                             f"reference: {check.message}")
+        """Check the outputs of each contender's kept calls (drawn once the calls were over)."""
+        for role in ("baseline", "submission"):
+            kept = rounds.kept(role)
+            for index, slot, path in kept:
+                inputs = self.reference.inputs(test, self._round_seed(test, index, slot))
+                case = TestCase(inputs, self.reference.expected(test, inputs),
+                                self.reference.output_specs(test))
+                check = self._compare(path, case)
+                if check.passed:
+                    continue
+                if role == "baseline":
+                    raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}, timed "
+                                                 f"round {index + 1}: {check.message}")
+                raise RunFailure(Verdict.WA, f"the outputs of a timed call (round {index + 1}, "
+                                             f"call {slot + 1} of its batch; {len(kept)} of "
+                                             f"{rounds.seen[role]} calls drawn at random were "
+                                             f"checked) differ from the reference: "
+                                             f"{check.message}")
 
     def _guard(self, who: Contender, call, sub: Contender | None = None):
         """Failures of the baseline are the judge's problem (SE), never the contestant's, unless
@@ -843,12 +850,13 @@ class JudgingRun:
         ms = self._physical(report, test, charge.ms)
         report.time_ms, report.baseline_ms = ms, base.median
         report.speedup = scoring.speedup(base.median, ms)
-        if charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
+        if charge.forged and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
             self.result.flags.append(
                 f"{test.name}: charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
                 f"the {charge.reported_ms:.3f} ms reported (the judge's clock or the run's CPU "
                 "time saw it outside the measured call)")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
+        report.reported_ms = charge.reported_ms
         report.clock_excess_ms = charge.time_excess_ms
         report.prepare_excess_ms = charge.prepare_excess_ms if self.device.kind != "cpu" else None
         report.samples = sub.n
@@ -880,6 +888,10 @@ class JudgingRun:
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
             speedup) else 0.0
+
+
+def _set_bytes(specs: list[tuple[list[int], str]]) -> int:
+    return sum(math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs)
 
 
 def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,

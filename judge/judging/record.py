@@ -64,10 +64,13 @@ class TestReport:
     rel_spread: float | None = None  # IQR / median of the submission's samples
     rse: float | None = None
     baseline_rse: float | None = None
-    samples: int | None = None
+    samples: int | None = None  # timed batches (turns) of the submission
+    batch_calls: float | None = None  # calls per batch (median): each on its own fresh inputs
+    reported_ms: float | None = None  # what the submission's harness reported (not what scores)
     floor_ms: float | None = None  # an empty run_kernel, timed like the submission's calls
-    # what the judge's clock saw per call beyond the report and the baseline's overhead (the
-    # timed request, and the request readying it), charged or not: honest noise, or hidden work
+    # what the judge's clock saw per call beyond the report, against the baseline's (the timed
+    # request), and beyond the baseline's copies (the request readying it): honest noise, or a
+    # report that was short and work hidden from it
     clock_excess_ms: float | None = None
     prepare_excess_ms: float | None = None
     gbps: float | None = None

@@ -27,42 +27,53 @@ from pathlib import Path
 import torch
 
 from judge.harness.main import poison
+from judge.harness.protocol import slot_stride
 
 Spec = tuple[list[int], str]  # shape, dtype name
 
 
 class SharedTensors:
-    def __init__(self, path: Path, specs: list[Spec], writable_by_others: bool):
+    """`slots` sets of tensors laid out as `specs`, one after another in one file (each set on a
+    page of its own: protocol.slot_stride): a timed batch's calls each get a set."""
+
+    def __init__(self, path: Path, specs: list[Spec], writable_by_others: bool, slots: int = 1):
         self.path = path
         sizes = [math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs]
-        self.size = sum(sizes)
+        self.size = sum(sizes)  # of one set
+        self.stride = slot_stride(self.size)
+        total = self.stride * slots
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, max(self.size, 1))
+            os.ftruncate(fd, total)
             os.fchmod(fd, 0o666 if writable_by_others else 0o644)
-            self._map = mmap.mmap(fd, max(self.size, 1))
+            self._map = mmap.mmap(fd, total)
         finally:
             os.close(fd)
-        self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=max(self.size, 1))
-        self.tensors = _views(self._whole, specs, sizes)
+        self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=total)
+        self.slots = [_views(self._whole[i * self.stride:], specs, sizes) for i in range(slots)]
+        self.tensors = self.slots[0]
         self._poisoned = torch.empty_like(self._whole)
-        for t in _views(self._poisoned, specs, sizes):
-            poison(t)
+        for i in range(slots):
+            for t in _views(self._poisoned[i * self.stride:], specs, sizes):
+                poison(t)
 
-    def write(self, values: list[torch.Tensor]) -> None:
-        """Copy `values` into the file, through the host: the judge draws a round's inputs on
+    def write(self, values: list[torch.Tensor], slot: int = 0) -> None:
+        """Copy `values` into set `slot`, through the host: the judge draws a round's inputs on
         the judged device, and a device pointer handed to memmove is a crash, not a copy."""
-        for target, value in zip(self.tensors, values):
+        for target, value in zip(self.slots[slot], values):
             _copy(target, value.to(device="cpu", dtype=target.dtype).contiguous())
 
-    def poison(self) -> None:
-        _copy(self._whole, self._poisoned)
+    def poison(self, slots: int | None = None) -> None:
+        """Poison the first `slots` sets (all by default)."""
+        end = len(self.slots) * self.stride if slots is None else slots * self.stride
+        _copy(self._whole[:end], self._poisoned[:end])
 
-    def snapshot(self) -> bytes:
-        return self._map[:self.size]
+    def snapshot(self, slot: int = 0) -> bytes:
+        start = slot * self.stride
+        return self._map[start:start + self.size]
 
     def close(self) -> None:
-        self.tensors.clear()
+        self.tensors, self.slots = [], []
         del self._whole
         with contextlib.suppress(BufferError):  # a view still alive somewhere: unmapped later
             self._map.close()

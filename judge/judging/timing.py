@@ -43,9 +43,10 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from judge.harness.protocol import slot_stride
 from judge.judging import scoring
 from judge.judging.shared import SharedTensors
 from judge.problem.schema import Timing
@@ -71,23 +72,48 @@ BACKSTOP_FRACTION = 0.25
 # near the roofline only by the noise of both figures)
 PHYSICS_MARGIN = 0.1
 # Turns per test point in which the baseline's harness (no contestant code: no thread of the
-# submission runs unmetered meanwhile) times an empty run_kernel called the submission's way
-# under the same conditions (flush, thaw, fresh inputs): the floor reported with the point. Its
-# first rounds only: a few milliseconds per point.
+# submission runs unmetered meanwhile) measures, under the same conditions (flush, thaw, fresh
+# inputs), what the timed requests carry besides the calls: a request with no call (the round
+# trip) and a batch of empty run_kernels called the submission's way (the harness's own work
+# around each call, and the floor reported with the point). Its first rounds only.
 FLOOR_TURNS = 8
+# The judge's clock scores: a turn is a batch of consecutive calls, each on its own fresh inputs,
+# that lasts at least BATCH_MS on that clock, so that what the clock cannot resolve (the round
+# trip's variation between two processes, tens of microseconds; what a run could start before its
+# request arrives) is a small part of it — whatever the run's harness reports. The batch grows
+# from one call until it lasts that long; a round in which a contender's batch was shorter is not
+# scored. A batch has at most MAX_BATCH_CALLS calls, and a shared file at most BATCH_BYTES.
+BATCH_MS = 2.0
+MAX_BATCH_CALLS = 1024
+BATCH_BYTES = 64 << 20
+
+
+def batch_slots(set_bytes: int) -> int:
+    """How many calls a batch can hold when a call's inputs (or outputs) take `set_bytes`."""
+    return max(1, min(MAX_BATCH_CALLS, BATCH_BYTES // slot_stride(set_bytes)))
 
 
 @dataclass
 class Samples:
-    """One contender's measurements at one test point, in milliseconds."""
+    """One contender's measurements at one test point, a turn (a batch of calls) each, in
+    milliseconds."""
 
-    reported: list[float] = field(default_factory=list)  # by the harness, around the call
+    reported: list[float] = field(default_factory=list)  # by the harness: the calls' median
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
+    calls: list[int] = field(default_factory=list)  # calls in the batch
     # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
     prepare_rt: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
-    floor: list[float] = field(default_factory=list)  # an empty run_kernel (baseline's harness)
+    # the baseline's harness, in floor turns: an empty run_kernel's reported time (the floor);
+    # the round trip of a request with no call, and the `prepare` and `collect` of none; a batch
+    # of empty calls (its round trip and its number of calls)
+    floor: list[float] = field(default_factory=list)
+    request_rt: list[float] = field(default_factory=list)
+    staging_rt: list[float] = field(default_factory=list)
+    empty_rt: list[float] = field(default_factory=list)
+    empty_calls: list[int] = field(default_factory=list)
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
+    short: int = 0  # rounds left out because a batch was shorter than BATCH_MS
 
     def extend(self, other: Samples) -> None:
         """Add a round's samples (kept in a Samples of their own until the round is judged)."""
@@ -95,36 +121,59 @@ class Samples:
             if isinstance(values, list):
                 getattr(self, name).extend(values)
 
-    @property
-    def overhead(self) -> list[float]:
-        """What the judge saw of each `time` request beyond the reported call."""
-        return [rt - ms for rt, ms in zip(self.time_rt, self.reported)]
+    def per_call(self, floor: Floor) -> list[float]:
+        """Each turn's time per call on the judge's clock: the round trip less a request's own,
+        over the calls, less the harness's work around each call."""
+        return [(rt - floor.request_ms) / calls - floor.around_call_ms
+                for rt, calls in zip(self.time_rt, self.calls)]
 
-    @property
-    def cpu_overhead(self) -> list[float]:
-        """CPU time each turn used beyond the reported call: the harness's own, and whatever the
-        run did unseen (a thread working after the reply, until the freeze)."""
-        return [cpu - ms for cpu, ms in zip(self.cpu, self.reported)]
+
+@dataclass(frozen=True)
+class Floor:
+    """What the baseline's harness measured of the timed requests besides the calls."""
+
+    request_ms: float = 0.0  # a `time` request with no call, round trip
+    staging_ms: float = 0.0  # `prepare` and `collect` of no call (GPUs: the flush)
+    around_call_ms: float = 0.0  # the harness's work around each call, outside its report
+    empty_call_ms: float | None = None  # an empty run_kernel's reported time
+
+    @classmethod
+    def of(cls, base: Samples) -> Floor:
+        if not base.request_rt:
+            return cls()
+        request = statistics.median(base.request_rt)
+        empty = statistics.median(base.floor) if base.floor else None
+        around = 0.0
+        if base.empty_rt and empty is not None:
+            around = max(statistics.median((rt - request) / n for rt, n in
+                                           zip(base.empty_rt, base.empty_calls)) - empty, 0.0)
+        return cls(request, statistics.median(base.staging_rt) if base.staging_rt else 0.0,
+                   around, empty)
 
 
 @dataclass(frozen=True)
 class Charge:
-    """The time that scores for the submission, and what the judge's clock added to it."""
+    """The time that scores for the submission (per call), and how it was made up."""
 
+    clock_ms: float  # the judge's clock per call (Samples.per_call): what scores
     reported_ms: float  # median of the harness's reports
-    time_excess_ms: float  # judge's clock beyond the report and the baseline's overhead
-    prepare_excess_ms: float  # `prepare` beyond the baseline's
-    charged_time: bool  # whether each excess was significant, hence charged
-    charged_prepare: bool
-    cpu_excess_ms: float = 0.0  # the run's CPU time per turn beyond the baseline's
+    time_excess_ms: float  # the clock beyond the report, beyond the baseline's same figure
+    charged_time: bool  # that excess is significant: the report was short (forged)
+    prepare_excess_ms: float = 0.0  # `prepare` beyond the baseline's, per call
+    charged_prepare: bool = False
+    cpu_excess_ms: float = 0.0  # the run's CPU time outside the clock, beyond the baseline's
     charged_cpu: bool = False
 
     @property
+    def forged(self) -> bool:
+        """A significant difference between what the run reported and what it was charged."""
+        return self.charged_time or self.charged_prepare or self.charged_cpu
+
+    @property
     def ms(self) -> float:
-        # the judge's clock and the run's CPU time are two views of the same hidden work
-        hidden = max(self.time_excess_ms if self.charged_time else 0.0,
-                     self.cpu_excess_ms if self.charged_cpu else 0.0)
-        return (self.reported_ms + hidden
+        """The clock, and what the run did outside it: CPU time before or after the request
+        (the CPU device), work moved into `prepare` or `collect` (GPUs)."""
+        return (self.clock_ms + (self.cpu_excess_ms if self.charged_cpu else 0.0)
                 + (self.prepare_excess_ms if self.charged_prepare else 0.0))
 
 
@@ -155,27 +204,34 @@ def _mean_excess(values: list[float], reference: list[float]) -> tuple[float, fl
 
 
 def charge(sub: Samples, base: Samples) -> Charge:
-    reported = statistics.median(sub.reported)
-    # what the judge's clock saw of `time` beyond the report, against the baseline's (the same
-    # harness code): a forged report, or work after the clock stopped, shows as more
-    time_excess, time_z = _excess(sub.overhead, base.overhead)
-    prepare_excess, prepare_z = (_excess(sub.prepare_rt, base.prepare_rt) if sub.prepare_rt
-                                 else (0.0, 0.0))
-    # CPU time over each turn (read while the run is frozen, so exact), against the median
-    # report rather than each turn's own: work a thread did after the reply shows only there,
-    # and what spills into the next call inflates that call's report, which the median ignores
-    counted = len(sub.cpu) == len(sub.reported) > 0 and len(base.cpu) == len(base.reported)
-    cpu_excess, cpu_z = (_mean_excess([cpu - reported for cpu in sub.cpu], base.cpu_overhead)
-                         if counted else (0.0, 0.0))
-    allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * reported
-    wall_allowance = BACKSTOP_MS + BACKSTOP_FRACTION * reported if counted else allowance
-    # the CPU view is a mean: an honest run's slow turns lift it above the median report by the
-    # reports' own skew, which is not hidden work
-    skew = max(statistics.fmean(sub.reported) - reported, 0.0)
-    return Charge(reported, time_excess, prepare_excess,
-                  time_z > SIGNIFICANCE and time_excess > wall_allowance,
-                  prepare_z > SIGNIFICANCE and prepare_excess > allowance,
-                  cpu_excess, cpu_z > SIGNIFICANCE and cpu_excess > allowance + skew)
+    floor = Floor.of(base)
+    sub_clock, base_clock = sub.per_call(floor), base.per_call(floor)
+    clock, reported = statistics.median(sub_clock), statistics.median(sub.reported)
+    calls = statistics.median(sub.calls)
+    # per turn, what the clock saw beyond the reports, against the baseline's (the same harness
+    # code): a forged report shows as more. It does not change the score (the clock is the
+    # score); it says that the report was short
+    time_excess, time_z = _excess([(c - r) * n for c, r, n in zip(sub_clock, sub.reported,
+                                                                   sub.calls)],
+                                  [(c - r) * n for c, r, n in zip(base_clock, base.reported,
+                                                                   base.calls)])
+    allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * clock * calls  # of a turn
+    result = Charge(clock, reported, time_excess / calls,
+                    time_z > SIGNIFICANCE and time_excess > allowance)
+    if sub.prepare_rt and base.prepare_rt:  # the copies per call, beyond a flush's
+        excess, z = _excess([p - floor.staging_ms - (b - floor.staging_ms) / m * n
+                             for p, b, n, m in zip(sub.prepare_rt, base.prepare_rt, sub.calls,
+                                                   base.calls)], [0.0] * len(sub.prepare_rt))
+        result = replace(result, prepare_excess_ms=excess / calls,
+                         charged_prepare=z > SIGNIFICANCE and excess > allowance)
+    # CPU time over each turn (read while the run is frozen, so exact) beyond the clock's view of
+    # it: a thread that worked before the request came or after the reply left
+    if len(sub.cpu) == len(sub.time_rt) > 0 and len(base.cpu) == len(base.time_rt):
+        excess, z = _mean_excess([c - rt for c, rt in zip(sub.cpu, sub.time_rt)],
+                                 [c - rt for c, rt in zip(base.cpu, base.time_rt)])
+        result = replace(result, cpu_excess_ms=excess / calls,
+                         charged_cpu=z > SIGNIFICANCE and excess > allowance)
+    return result
 
 
 class GpuThrottled(Exception):
@@ -188,13 +244,15 @@ Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that co
 
 
 class FreshRounds:
-    """The rounds of one test point: fresh inputs and poisoned outputs before each, outputs read
-    after each contender's turn, and a uniformly random subset of `keep` rounds kept.
+    """The rounds of one test point: fresh inputs for every call of the round's batches and
+    poisoned outputs before each round, outputs read after each contender's turn, and a
+    uniformly random subset of `keep` calls of each contender kept.
 
-    `draw(index)` draws round `index`'s inputs (in the judge's memory, which no contender maps)
-    and `write(drawn)` writes them where both contenders read them (on `cpus`, the contenders'
-    CPUs, where given); `outputs[role]` is that contender's output tensors, shared with it
-    (judge/judging/shared.py); kept outputs are written to `kept_dir`, which no sandbox mounts.
+    `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
+    which no contender maps) and `write(drawn, slot)` writes them where both contenders read
+    them (on `cpus`, the contenders' CPUs, where given); `outputs[role]` is that contender's
+    output tensors, a set per call of a batch, shared with it (judge/judging/shared.py); kept
+    outputs are written to `kept_dir`, which no sandbox mounts.
 
     With `ahead_cpus` (CPUs the contenders do not use) the next round's inputs are drawn there
     while the current round's turns run: drawing is most of a round's cost for large inputs
@@ -203,7 +261,7 @@ class FreshRounds:
     round's inputs before it.
     """
 
-    def __init__(self, draw: Callable[[int], object], write: Callable[[object], None],
+    def __init__(self, draw: Callable[[int, int], object], write: Callable[[object, int], None],
                  outputs: dict[str, SharedTensors], kept_dir: Path, keep: int,
                  cpus: set[int] | None = None, ahead_cpus: set[int] | None = None):
         self.draw = draw
@@ -213,8 +271,9 @@ class FreshRounds:
         self.kept_dir = kept_dir
         self.keep = keep
         self.rounds = 0
-        self.slots: dict[int, int] = {}  # reservoir slot -> round index
-        self._slot: int | None = None  # where the current round goes, if kept
+        self.calls = 0  # sets of the current round
+        self.seen = dict.fromkeys(outputs, 0)  # calls of each contender so far
+        self.slots: dict[str, dict[int, tuple[int, int]]] = {r: {} for r in outputs}
         self._random = random.SystemRandom()  # its state cannot be inferred from the draws
         self.ahead_cpus = ahead_cpus
         self._ahead = ThreadPoolExecutor(1, "kjudge-draw") if ahead_cpus else None
@@ -222,24 +281,22 @@ class FreshRounds:
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
-    def begin(self) -> None:
-        """Start a round (both contenders frozen): its inputs, and whether it is kept."""
-        index, self.rounds = self.rounds, self.rounds + 1
-        pick = index if index < self.keep else self._random.randrange(index + 1)
-        self._slot = pick if pick < self.keep else None
-        if self._slot is not None:
-            self.slots[self._slot] = index
-        drawn = self._next.result() if self._next is not None else self.draw(index)
+    def begin(self, calls: int = 1) -> None:
+        """Start a round of batches of up to `calls` calls (both contenders frozen)."""
+        index, self.rounds, self.calls = self.rounds, self.rounds + 1, calls
+        drawn = self._next.result() if self._next is not None else []
+        drawn = drawn[:calls] + [self.draw(index, slot) for slot in range(len(drawn), calls)]
         with on_cpus(self.cpus):
-            self.write(drawn)
+            for slot, values in enumerate(drawn):
+                self.write(values, slot)
             for shared in self.outputs.values():
-                shared.poison()
+                shared.poison(calls)
         if self._ahead is not None:
-            self._next = self._ahead.submit(self._draw_ahead, index + 1)
+            self._next = self._ahead.submit(self._draw_ahead, index + 1, calls)
 
-    def _draw_ahead(self, index: int):
+    def _draw_ahead(self, index: int, calls: int) -> list:
         os.sched_setaffinity(0, self.ahead_cpus)  # this thread: off the contenders' CPUs
-        return self.draw(index)
+        return [self.draw(index, slot) for slot in range(calls)]
 
     def close(self) -> None:
         """Stop drawing ahead (the last round drawn ahead is never used)."""
@@ -247,16 +304,22 @@ class FreshRounds:
             self._ahead.shutdown(wait=True, cancel_futures=True)
             self._ahead, self._next = None, None
 
-    def end(self, role: str) -> None:
-        """After `role`'s turn (frozen again): keep what it wrote if the round is kept."""
-        if self._slot is not None:
-            (self.kept_dir / role / f"{self._slot}.raw").write_bytes(
-                self.outputs[role].snapshot())
+    def end(self, role: str, calls: int = 1) -> None:
+        """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls
+        the reservoir keeps."""
+        index = self.rounds - 1
+        for slot in range(min(calls, self.calls)):
+            seen, self.seen[role] = self.seen[role], self.seen[role] + 1
+            pick = seen if seen < self.keep else self._random.randrange(seen + 1)
+            if pick < self.keep:
+                self.slots[role][pick] = (index, slot)
+                (self.kept_dir / role / f"{pick}.raw").write_bytes(
+                    self.outputs[role].snapshot(slot))
 
-    def kept(self, role: str) -> list[tuple[int, Path]]:
-        """(round index, output file) of every kept round, in round order."""
-        return sorted((index, self.kept_dir / role / f"{slot}.raw")
-                      for slot, index in self.slots.items())
+    def kept(self, role: str) -> list[tuple[int, int, Path]]:
+        """(round index, call in the round, output file) of every kept call, in call order."""
+        return sorted((index, slot, self.kept_dir / role / f"{pick}.raw")
+                      for pick, (index, slot) in self.slots[role].items())
 
 
 @contextlib.contextmanager
@@ -293,63 +356,84 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                flush: Callable[[], None] | None = None,
                cpu_ns: Callable[[str], int | None] | None = None,
                floor_loader: str | None = None, audit: bool = False,
-               throttled: Callable[[], bool] | None = None) -> dict[str, Samples]:
+               throttled: Callable[[], bool] | None = None,
+               max_calls: int = 1) -> dict[str, Samples]:
     """Alternate turns between the two contenders in a random order each round, until both
-    reports' relative standard errors reach the target (or a cap is hit); the one whose turn it
-    is not is frozen; in the first rounds the baseline's harness also times an empty run_kernel
-    called as `floor_loader` calls one (the submission's floor). With `flush` (the CPU device)
-    the judge flushes the cache before a turn and a turn is one `time` request; without, the
-    harness flushes in a `prepare` request (GPUs).
+    contenders' times per call reach the target relative standard error (or a cap is hit); the
+    one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
+    until it lasts BATCH_MS on the judge's clock (a round with a shorter batch is not scored).
+    In the first rounds the baseline's harness also times what the requests carry besides the
+    calls (floor turns, see FLOOR_TURNS; `floor_loader`: how the submission's run_kernel is
+    called). With `flush` (the CPU device) the judge flushes the cache before a turn and a turn
+    is one `time` request; without, the harness flushes in a `prepare` request (GPUs).
     With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
     is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples.
     With `throttled` (asked right after each turn: was the GPU's clock throttled?) a round with
     a throttled turn is left out and another one run; a GPU that throttles every call is
     GpuThrottled once the time cap is four times over."""
     samples = {"submission": Samples(), "baseline": Samples()}
+    base = samples["baseline"]
     roles = list(samples)
+    batch = dict.fromkeys(roles, 1)
     draw = random.SystemRandom()
 
-    def floor_turn(got: Samples) -> None:
-        if flush is not None:
-            flush()
-        freeze("baseline", False)
-        if flush is None:
-            request("baseline", "prepare", fresh=True)
-        got.floor.append(request("baseline", "time", fresh=True, empty=floor_loader)["ms"])
-        if flush is None:
-            request("baseline", "collect")
-        freeze("baseline", True)
+    def floor_turn() -> None:
+        """In the baseline's harness: a request with no call, then a batch of empty calls."""
+        for calls, empty in ((0, None), (max_calls, floor_loader)):
+            if flush is not None:
+                flush()
+            freeze("baseline", False)
+            got = Samples()
+            _turn(request, "baseline", got, prepare=flush is None, calls=calls, empty=empty)
+            freeze("baseline", True)
+            if calls == 0:
+                base.request_rt += got.time_rt
+                base.staging_rt += got.prepare_rt
+            else:
+                base.floor += got.reported
+                base.empty_rt += got.time_rt
+                base.empty_calls.append(calls)
 
     for role in roles:
         freeze(role, True)
     started = time.monotonic()
     try:
+        rounds.begin(max_calls)
+        floor_turn()  # the round trip is known before the first batch is sized
         while True:
-            rounds.begin()
+            rounds.begin(max(batch.values()))
             random.shuffle(roles)
             audited = audit and draw.randrange(AUDIT_EVERY) == 0
-            turns, hot = {role: Samples() for role in roles}, False
+            turns, hot, short = {role: Samples() for role in roles}, False, False
+            request_ms = statistics.median(base.request_rt)
             for role in roles:
                 if flush is not None:
                     flush()
                 got = turns[role]
                 before = cpu_ns(role) if cpu_ns else None
                 freeze(role, False)
-                _turn(request, role, got, prepare=flush is None,
+                _turn(request, role, got, prepare=flush is None, calls=batch[role],
                       record=audited and role == "submission")
                 hot = hot or bool(throttled and throttled())
                 freeze(role, True)
                 after = cpu_ns(role) if cpu_ns else None
                 if before is not None and after is not None:
                     got.cpu.append((after - before) / 1e6)
-                rounds.end(role)
+                rounds.end(role, batch[role])
+                span = got.time_rt[0] - request_ms
+                if span < BATCH_MS and batch[role] < max_calls:
+                    short = True  # too short for the clock: longer from the next round on
+                    batch[role] = min(max_calls, math.ceil(
+                        batch[role] * 1.25 * BATCH_MS / max(span, 1e-3)))
             if hot:
                 samples["submission"].throttled += 1
+            elif short:
+                samples["submission"].short += 1
             elif not audited:  # an audit's samples, and a throttled round's, are left out
                 for role in roles:
                     samples[role].extend(turns[role])
-            if floor_loader and len(samples["submission"].floor) < FLOOR_TURNS:
-                floor_turn(samples["submission"])
+            if len(base.empty_rt) < FLOOR_TURNS:
+                floor_turn()
             n = len(samples["submission"].reported)
             if (n < 3 and samples["submission"].throttled
                     and time.monotonic() - started > 4 * timing.max_s):
@@ -357,7 +441,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                                    "rounds ran on a throttled GPU clock")
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
-            if all(scoring.converged(s.reported, timing.target_rse, timing.min_reps)
+            floor = Floor.of(base)
+            if all(scoring.converged(s.per_call(floor), timing.target_rse, timing.min_reps)
                    for s in samples.values()):
                 return samples
     finally:
@@ -365,20 +450,24 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             freeze(role, False)
 
 
-def _turn(request: Request, role: str, got: Samples, prepare: bool, record: bool = False) -> None:
-    """One contender's timed call. With `prepare` (GPUs): `prepare` copies the inputs in and
-    flushes, `time` is the call alone, `collect` copies the outputs out; the copies' requests
-    are timed together and compared with the baseline's (the same bytes), the call's request
-    with the report."""
+def _turn(request: Request, role: str, got: Samples, prepare: bool, calls: int = 1,
+          record: bool = False, empty: str | None = None) -> None:
+    """One contender's timed batch of `calls` calls. With `prepare` (GPUs): `prepare` copies the
+    inputs in and flushes, `time` is the calls alone, `collect` copies the outputs out; the
+    copies' requests are timed together and compared with the baseline's, the calls' request
+    is the time."""
+    fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
+              **({"empty": empty} if empty else {})}
     staged = 0.0
     if prepare:
         sent = time.perf_counter()
-        request(role, "prepare", fresh=True)
+        request(role, "prepare", fresh=True, calls=calls)
         staged += time.perf_counter() - sent
     sent = time.perf_counter()
-    reply = request(role, "time", fresh=True, **({"record": True} if record else {}))
+    reply = request(role, "time", **fields)
     got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])
+    got.calls.append(calls)
     if prepare:
         sent = time.perf_counter()
         request(role, "collect")
