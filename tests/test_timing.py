@@ -5,86 +5,98 @@ from pathlib import Path
 
 import pytest
 
-from judge.judging.timing import ALLOWANCE_MS, Samples, charge
+from judge.judging.timing import ALLOWANCE_MS, BATCH_MS, Samples, charge
+
+REQUEST_MS, AROUND_MS = 0.12, 0.002  # a request's round trip; the harness's work around a call
 
 
-def samples(reported: float, overhead: float, prepare: float, seed: int, n: int = 60,
-            drift: list[float] | None = None) -> Samples:
-    """n rounds: a report, the judge's view of `time` (report + overhead) and of `prepare`,
-    each with noise; `drift`, the host's slowdown of each round, adds to both requests."""
+def samples(call: float, seed: int, reported: float | None = None, prepare: float = 0.0,
+            n: int = 60, drift: list[float] | None = None, unseen: float = 0.0) -> Samples:
+    """n turns of batches of calls lasting `call` ms each (at least BATCH_MS a batch), as the
+    judge's clock sees them; the harness reports `reported` (the call's time unless forged);
+    `prepare`: the copies of a call (GPUs); `drift`, the host's slowdown of each turn, adds to
+    every request; `unseen`: work per turn outside the clock, seen by the CPU time alone."""
     rng = random.Random(seed)
+    calls = max(1, -int(-BATCH_MS // call))
     got = Samples()
     for i in range(n):
         slow = drift[i] if drift else 0.0
-        ms = reported * rng.uniform(0.97, 1.03)
-        got.reported.append(ms)
-        got.time_rt.append(ms + overhead + slow + rng.uniform(-0.01, 0.01))
-        got.prepare_rt.append(prepare + slow + rng.uniform(-0.02, 0.02))
+        ms = call * rng.uniform(0.97, 1.03)
+        got.calls.append(calls)
+        got.reported.append(ms if reported is None else reported)
+        got.time_rt.append(REQUEST_MS + calls * (ms + AROUND_MS) + slow
+                           + rng.uniform(-0.01, 0.01))
+        got.prepare_rt.append(0.3 + calls * prepare + slow + rng.uniform(-0.01, 0.01))
+        got.cpu.append(got.time_rt[-1] - 0.03 + unseen)
     return got
 
 
-def test_an_honest_submission_is_charged_what_it_reports():
-    result = charge(samples(0.5, 0.12, 0.4, 1), samples(0.4, 0.12, 0.4, 2))
-    assert not (result.charged_time or result.charged_prepare)
-    assert result.ms == pytest.approx(0.5, rel=0.02)
+def baseline(call: float, seed: int, **kwargs) -> Samples:
+    """The baseline's samples, with its harness's floor turns: a request with no call, a batch
+    of empty calls of 0.001 ms."""
+    got = samples(call, seed, **kwargs)
+    rng = random.Random(-seed)
+    for _ in range(8):
+        got.request_rt.append(REQUEST_MS + rng.uniform(-0.01, 0.01))
+        got.staging_rt.append(0.3 + rng.uniform(-0.01, 0.01))
+        got.floor.append(0.001)
+        got.empty_rt.append(REQUEST_MS + 1024 * (0.001 + AROUND_MS) + rng.uniform(-0.01, 0.01))
+        got.empty_calls.append(1024)
+    return got
 
 
-@pytest.mark.parametrize("stolen", [0.2, 1.0])
-def test_a_lowered_report_is_charged_in_full(stolen):
-    """The harness reports `stolen` ms less than the call took: the judge saw it."""
-    result = charge(samples(1.0 - stolen, 0.12 + stolen, 0.4, 1), samples(0.4, 0.12, 0.4, 2))
-    assert result.charged_time and result.ms == pytest.approx(1.0, rel=0.03)
+@pytest.mark.parametrize("call", [0.005, 0.05, 0.5, 5.0])
+def test_an_honest_submission_is_charged_what_it_took(call):
+    result = charge(samples(call, 1), baseline(call, 2))
+    assert not result.forged
+    assert result.ms == pytest.approx(call, rel=0.02)
+
+
+@pytest.mark.parametrize("call", [0.005, 0.05, 0.5, 5.0])
+@pytest.mark.parametrize("stolen", [0.05, 0.3, 1.0])
+def test_a_lowered_report_is_charged_in_full_at_every_size(call, stolen):
+    """The harness reports `stolen` of the call less than it took: the clock scores, so the
+    forgery gains nothing, on a 5 µs call as on a 5 ms one."""
+    result = charge(samples(call, 1, reported=call * (1 - stolen)), baseline(call, 2))
+    assert result.ms == pytest.approx(call, rel=0.02)
+    assert result.charged_time or stolen < 0.3
 
 
 def test_work_moved_into_prepare_is_charged():
-    result = charge(samples(0.05, 0.12, 0.4 + 0.5, 1), samples(0.4, 0.12, 0.4, 2))
-    assert result.charged_prepare and result.ms == pytest.approx(0.55, rel=0.05)
+    result = charge(samples(0.5, 1, prepare=0.1 + 0.5 / 4), baseline(0.5, 2, prepare=0.1))
+    assert result.charged_prepare and result.ms == pytest.approx(0.5 + 0.5 / 4, rel=0.05)
+
+
+def test_the_copies_of_batches_of_different_sizes_are_compared_per_call():
+    """The submission's batch holds 40 calls where the baseline's holds 4: its `prepare` copies
+    ten times as much, with the same flush; no excess."""
+    result = charge(samples(0.05, 1, prepare=0.02), baseline(0.5, 2, prepare=0.02))
+    assert not result.charged_prepare and abs(result.prepare_excess_ms) < 0.001
 
 
 def test_a_drift_of_the_host_during_the_run_cancels_out():
     """Rounds are paired: a host that slows down for a while slows both contenders' requests."""
     drift = [0.3 if 20 <= i < 40 else 0.0 for i in range(60)]
-    result = charge(samples(0.5, 0.12, 0.4, 1, drift=drift),
-                    samples(0.4, 0.12, 0.4, 2, drift=drift))
-    assert not (result.charged_time or result.charged_prepare)
+    result = charge(samples(0.5, 1, drift=drift), baseline(0.4, 2, drift=drift))
+    assert not result.forged
 
 
-def test_differences_below_the_allowance_are_not_charged():
-    """Two honest processes differ by a few tens of microseconds per request: not a forgery the
-    judge's clock can tell (this is the precision limit SECURITY.md states)."""
+def test_differences_below_the_allowance_are_not_flagged():
+    """Two honest processes differ by a few tens of microseconds per request: no forgery."""
     small = 0.6 * ALLOWANCE_MS
-    result = charge(samples(0.5, 0.12 + small, 0.4 + small, 1), samples(0.4, 0.12, 0.4, 2))
-    assert not (result.charged_time or result.charged_prepare) and result.ms < 0.52
+    sub = samples(0.5, 1)
+    sub.time_rt = [rt + small for rt in sub.time_rt]
+    result = charge(sub, baseline(0.4, 2))
+    assert not result.forged and result.ms < 0.5 * 1.03
 
 
-def _with_cpu(got: Samples, unseen: float = 0.0) -> Samples:
-    """Each turn's CPU time: the report, the harness's own 0.05 ms, and `unseen` work."""
-    got.cpu = [ms + 0.05 + unseen for ms in got.reported]
-    return got
-
-
-def test_with_cpu_time_counted_the_judges_clock_is_a_backstop():
-    """On the CPU device two honest harnesses' requests differed by ~0.1 ms with no CPU time
-    behind it (scheduling): not charged. A lowered report still is, through the CPU time the
-    call used; and so is a wall-clock excess beyond the backstop."""
-    honest = charge(_with_cpu(samples(0.6, 0.12 + 0.1, 0.0, 1)),
-                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
-    assert not (honest.charged_time or honest.charged_cpu) and honest.ms < 0.62
-    forged = charge(_with_cpu(samples(0.4, 0.12 + 0.2, 0.0, 1), unseen=0.2),
-                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
-    assert forged.charged_cpu and forged.ms == pytest.approx(0.6, rel=0.03)
-    waited = charge(_with_cpu(samples(0.6, 0.12 + 1.0, 0.0, 1)),
-                    _with_cpu(samples(0.15, 0.12, 0.0, 2)))
-    assert waited.charged_time and waited.ms == pytest.approx(1.6, rel=0.03)
-
-
-def test_an_honest_runs_slow_turns_are_not_hidden_work():
-    """The CPU view is a mean over the turns: an honest run whose every fifth turn the host
-    slowed by 1 ms sits 0.2 ms above its median report there, which is no forgery."""
-    sub = samples(0.5, 0.12, 0.0, 1)
-    sub.reported = [ms + (1.0 if i % 5 == 0 else 0.0) for i, ms in enumerate(sub.reported)]
-    result = charge(_with_cpu(sub), _with_cpu(samples(0.15, 0.12, 0.0, 2)))
-    assert not result.charged_cpu and result.ms < 0.52
+def test_cpu_time_outside_the_clock_is_charged():
+    """A thread that works after the reply (until the freeze) or before the request: the run's
+    CPU time over the turn beyond the clock's view, against the baseline's."""
+    honest = charge(samples(0.5, 1), baseline(0.15, 2))
+    assert not honest.charged_cpu
+    moved = charge(samples(0.5, 1, unseen=0.4), baseline(0.15, 2))
+    assert moved.charged_cpu and moved.ms == pytest.approx(0.5 + 0.4 / 4, rel=0.03)
 
 
 class _Outputs:
@@ -93,38 +105,39 @@ class _Outputs:
     def __init__(self):
         self.round = -1
 
-    def poison(self):
+    def poison(self, calls=None):
         self.round += 1
 
-    def snapshot(self) -> bytes:
-        return str(self.round).encode()
+    def snapshot(self, slot=0) -> bytes:
+        return f"{self.round}.{slot}".encode()
 
 
-def test_the_checked_rounds_are_a_uniform_draw_made_after_the_last_call(tmp_path):
-    """Reservoir sampling: every round is equally likely to be checked, whatever the count of
-    rounds turns out to be, so a submission cannot aim its replays at rounds left unchecked."""
+def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path):
+    """Reservoir sampling over every call of every batch: each is equally likely to be checked,
+    whatever the count of calls turns out to be, so a submission cannot aim its replays at
+    calls left unchecked (the last of a batch, a round's first)."""
     from collections import Counter
 
     from judge.judging.timing import FreshRounds
 
-    rounds, keep, trials = 20, 4, 1500
-    counts: Counter[int] = Counter()
+    rounds, batch, keep, trials = 10, {"submission": 3, "baseline": 1}, 4, 1500
+    counts: Counter[tuple[int, int]] = Counter()
     for trial in range(trials):
         outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-        fresh = FreshRounds(lambda index: index, lambda drawn: None, outputs, tmp_path / str(trial),
-                            keep)
+        fresh = FreshRounds(lambda index, slot: index, lambda drawn, slot: None, outputs,
+                            tmp_path / str(trial), keep)
         for _ in range(rounds):
-            fresh.begin()
+            fresh.begin(3)
             for role in outputs:
-                fresh.end(role)
+                fresh.end(role, batch[role])
         kept = fresh.kept("submission")
-        assert len(kept) == keep
-        for index, path in kept:  # the file holds what was written in that very round
-            assert path.read_bytes() == str(index).encode()
-            counts[index] += 1
-        assert [i for i, _ in kept] == [i for i, _ in fresh.kept("baseline")]
-    expected = trials * keep / rounds
-    assert all(abs(counts[i] - expected) < 0.25 * expected for i in range(rounds)), counts
+        assert len(kept) == keep == len(fresh.kept("baseline"))
+        for index, slot, path in kept:  # the file holds what that very call wrote
+            assert path.read_bytes() == f"{index}.{slot}".encode()
+            counts[index, slot] += 1
+    expected = trials * keep / (rounds * 3)
+    assert len(counts) == rounds * 3
+    assert all(abs(n - expected) < 0.25 * expected for n in counts.values()), counts
 
 
 def test_raw_files_are_read_only_at_their_exact_size_and_never_through_a_link(tmp_path):
@@ -228,20 +241,23 @@ def test_inputs_drawn_ahead_are_each_rounds_own_and_drawn_off_the_contenders_cpu
     ahead = {cpus[0]}
     drawn_on, written = {}, []
 
-    def draw(index):
-        drawn_on[index] = (threading.get_ident(), os.sched_getaffinity(0))
-        return f"inputs of round {index}"
+    def draw(index, slot):
+        drawn_on[index, slot] = (threading.get_ident(), os.sched_getaffinity(0))
+        return f"inputs of call {slot} of round {index}"
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    fresh = FreshRounds(draw, written.append, outputs, tmp_path, 2, ahead_cpus=ahead)
-    for _ in range(5):
-        fresh.begin()
+    fresh = FreshRounds(draw, lambda drawn, slot: written.append(drawn), outputs, tmp_path, 2,
+                        ahead_cpus=ahead)
+    batches = (1, 2, 2, 3, 1)  # a batch that grows draws its new calls' inputs when it grows
+    for calls in batches:
+        fresh.begin(calls)
     fresh.close()
-    assert written == [f"inputs of round {i}" for i in range(5)]
-    assert set(range(5)) <= set(drawn_on) <= set(range(6))  # round 5 unused (or cancelled)
-    assert drawn_on[0][0] == threading.get_ident()  # the first round cannot be drawn ahead
-    assert all(drawn_on[i][0] != threading.get_ident() and drawn_on[i][1] == ahead
-               for i in set(drawn_on) - {0})
+    assert written == [f"inputs of call {slot} of round {i}"
+                       for i, calls in enumerate(batches) for slot in range(calls)]
+    on_judge = {key for key, (thread, _) in drawn_on.items() if thread == threading.get_ident()}
+    assert on_judge == {(0, 0), (1, 1), (3, 2)}  # the first round, and the calls a batch grew by
+    assert all(cpus_seen == ahead for key, (_, cpus_seen) in drawn_on.items()
+               if key not in on_judge)
     assert os.sched_getaffinity(0) == set(cpus)  # the judge's own thread is left as it was
 
 
@@ -299,7 +315,7 @@ def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timi
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
     timing = Timing(warmup_s=0, min_reps=400, max_reps=400, max_s=60, target_rse=1e-9,
                     input_sets=1)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
@@ -326,7 +342,7 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
     timing = Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      floor_loader="native")
@@ -347,7 +363,7 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
     turns = []
 
     def request(role, op, **fields):
-        if op == "time":
+        if op == "time" and fields.get("calls") and not fields.get("empty"):  # no floor turn
             turns.append(role)
         return {"ms": 1.0}
 
@@ -355,13 +371,13 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
         return 10 < len(turns) <= 20  # rounds 5 to 9 ran hot
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
     timing = Timing(warmup_s=0, min_reps=20, max_reps=20, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      throttled=throttled)
     assert len(got["submission"].reported) == len(got["baseline"].reported) == 20
     assert got["submission"].throttled == 5 and rounds.rounds == 25
-    always = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    always = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
     with pytest.raises(GpuThrottled):
         interleave(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
@@ -382,7 +398,7 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
         return {"ms": 10.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i: i, lambda drawn: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
     got = interleave(request, lambda role, frozen: None,
                      Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
                      rounds, flush=lambda: None)

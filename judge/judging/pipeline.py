@@ -688,9 +688,9 @@ class JudgingRun:
         cpu_meter = self._cpu_meter(by_role)
         folder = self.inputs_mount.host / test.name
         input_specs = [(self.reference.input_shape(a, test), a.dtype) for a in self.problem.inputs]
-        slots = timing_loop.batch_slots(max(
-            _set_bytes(input_specs),
-            _set_bytes([(s["shape"], s["dtype"]) for s in cases[0].output_specs.values()])))
+        output_bytes = _set_bytes([(s["shape"], s["dtype"])
+                                   for s in cases[0].output_specs.values()])
+        slots = timing_loop.batch_slots(max(_set_bytes(input_specs), output_bytes))
         fresh_inputs = SharedTensors(folder / "fresh.raw", input_specs, writable_by_others=False,
                                      slots=slots)
         outputs = {}
@@ -723,7 +723,8 @@ class JudgingRun:
             self.result.applied.setdefault("frozen_between_turns", True)
             rounds = timing_loop.FreshRounds(
                 draw_inputs, fresh_inputs.write, outputs, self.workdir / "kept" / test.name,
-                timing.checked_calls, self.contender_cpu_set, self.judge_cpu_set)
+                timing_loop.checked_calls(timing.checked_calls, output_bytes),
+                self.contender_cpu_set, self.judge_cpu_set)
             try:
                 samples = timing_loop.interleave(
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,

@@ -114,8 +114,8 @@ class Timing(_Strict):
     input_sets: int = Field(2, ge=1, le=8, description="input sets checked before timing (the "
                             "warm-up cycles through them; every timed call gets fresh inputs)")
     checked_calls: int = Field(8, ge=1, le=64, description="timed calls whose outputs are "
-                               "checked, drawn at random once the calls are over (all of them "
-                               "when there are fewer)")
+                               "checked at least, drawn at random once the calls are over (all "
+                               "of them when there are fewer; more where outputs are small)")
 
     @model_validator(mode="after")
     def _check(self) -> Timing:
