@@ -273,7 +273,8 @@ def stage_floor(ctx: Context) -> None:
         for t in (t for t in result.tests if t.time_ms is not None):
             ctx.row(f"{slug} baseline vs itself, {t.name}", True,
                     f"speedup {t.speedup:.3f}",
-                    {"reported_ms": t.time_ms, "floor_ms": t.floor_ms,
+                    {"time_ms": t.time_ms, "reported_ms": t.reported_ms,
+                     "batch_calls": t.batch_calls, "floor_ms": t.floor_ms,
                      "clock_excess_ms": t.clock_excess_ms,
                      "prepare_excess_ms": t.prepare_excess_ms,
                      "excess_fraction": (t.clock_excess_ms or 0) / t.time_ms if t.time_ms

