@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import glob
 import importlib.util
 import json
@@ -569,6 +570,10 @@ class Harness:
             self.fresh = [self.sets[0].shared_copy(shared["inputs"], shared["outputs"], slot)
                           for slot in range(shared.get("slots", 1))]
         self.device.synchronize()
+        # what exists now (torch, the submission, the sets) is never garbage: kept out of the
+        # collector's scans, so that a collection a timed batch triggers is short
+        gc.collect()
+        gc.freeze()
         return {"ok": True, "pinned": bool(self.fresh) and all(f.pinned for f in self.fresh)}
 
     def op_run(self, msg: dict) -> dict:
@@ -630,7 +635,13 @@ class Harness:
                 self.op_prepare({})
         batch, self.prepared = self.prepared[:calls], None
         record = record or msg.get("record", False)
-        times = [self.call(inputs, empty=msg.get("empty"), record=record) for inputs in batch]
+        collecting = gc.isenabled()
+        gc.disable()  # a collection in a batch (milliseconds) is noise the clock would charge
+        try:
+            times = [self.call(inputs, empty=msg.get("empty"), record=record) for inputs in batch]
+        finally:
+            if collecting:
+                gc.enable()
         self.collected = batch
         return {"ok": True, "ms": statistics.median(times) if times else 0.0,
                 "total_ms": math.fsum(times)}

@@ -690,7 +690,8 @@ class JudgingRun:
         input_specs = [(self.reference.input_shape(a, test), a.dtype) for a in self.problem.inputs]
         output_bytes = _set_bytes([(s["shape"], s["dtype"])
                                    for s in cases[0].output_specs.values()])
-        slots = timing_loop.batch_slots(max(_set_bytes(input_specs), output_bytes))
+        slots = timing_loop.batch_slots(max(_set_bytes(input_specs), output_bytes),
+                                        self.device.kind)
         fresh_inputs = SharedTensors(folder / "fresh.raw", input_specs, writable_by_others=False,
                                      slots=slots)
         outputs = {}

@@ -41,6 +41,7 @@ import math
 import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -72,15 +73,27 @@ PHYSICS_MARGIN = 0.1
 FLOOR_TURNS = 8
 # The judge's clock scores: a turn is a batch of consecutive calls, each on its own fresh inputs,
 # that lasts at least BATCH_MS on that clock, so that what the clock cannot resolve (the round
-# trip's variation between two processes, tens of microseconds; what a run could start before its
-# request arrives) is a small part of it — whatever the run's harness reports. The batch grows
-# from one call until it lasts that long; a round in which a contender's batch was shorter is not
-# scored. A batch has at most MAX_BATCH_CALLS calls, and a shared file at most BATCH_BYTES.
+# trip's variation between two processes, tens of microseconds; the first call's cold caches;
+# what a run could start before its request arrives) is a small part of it — whatever the run's
+# harness reports. (At 2 ms honest speedups were 2-6 % off at 50-500 µs calls here; at 10 ms
+# within 0.3 %: bench/clock_resolution.py.) The batch grows from one call until it lasts that
+# long; a round in which a contender's batch was shorter is not scored. A batch has at most
+# MAX_BATCH_CALLS calls, and its inputs (or outputs) at most CPU_BATCH_BYTES (GPU_BATCH_BYTES):
+# every call's inputs are drawn fresh (~8 ms per million normal floats on this CPU), so a batch
+# of large calls is bounded by what the judge can draw per round rather than by its length.
 BATCH_MS = 10.0
 MAX_BATCH_CALLS = 1024
-BATCH_BYTES = 64 << 20
+CPU_BATCH_BYTES = 16 << 20
+GPU_BATCH_BYTES = 256 << 20  # a GPU's calls read their inputs far faster than a CPU draws them
 
 
+def batch_slots(set_bytes: int, device_kind: str = "cpu") -> int:
+    """How many calls a batch can hold when a call's inputs (or outputs) take `set_bytes`."""
+    budget = CPU_BATCH_BYTES if device_kind == "cpu" else GPU_BATCH_BYTES
+    return max(1, min(MAX_BATCH_CALLS, budget // slot_stride(set_bytes)))
+
+
+SWITCH_INTERVAL_S = 5e-5  # the GIL's, while a test point is timed (see interleave)
 # Timed calls checked against the reference (a uniform draw over all of them, made once they are
 # over): at least the problem's `checked_calls`, more where outputs are small (a batch of tiny
 # calls holds hundreds; a run that skips the work in one call of a hundred escapes 8 checks 92 %
@@ -91,11 +104,6 @@ MAX_CHECKED = 256
 
 def checked_calls(at_least: int, output_bytes: int) -> int:
     return max(at_least, min(MAX_CHECKED, CHECKED_BYTES // max(output_bytes, 1)))
-
-
-def batch_slots(set_bytes: int) -> int:
-    """How many calls a batch can hold when a call's inputs (or outputs) take `set_bytes`."""
-    return max(1, min(MAX_BATCH_CALLS, BATCH_BYTES // slot_stride(set_bytes)))
 
 
 @dataclass
@@ -402,6 +410,11 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     for role in roles:
         freeze(role, True)
     started = time.monotonic()
+    switch = sys.getswitchinterval()
+    # the next round's inputs are drawn by a thread of this process meanwhile: the judge's own
+    # thread, woken by a reply, must not wait for the GIL up to the default 5 ms (which its
+    # clock would charge to that turn: batches varied by ±20 % here)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         floor_turn()  # the round trip is known before the first batch is sized
         while True:
@@ -446,13 +459,21 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                                    "rounds ran on a throttled GPU clock")
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
-            floor = Floor.of(base)
-            if all(scoring.converged(s.per_call(floor), timing.target_rse, timing.min_reps)
-                   for s in samples.values()):
+            if scoring.converged(_paired_ratios(samples["submission"], base),
+                                 timing.target_rse, timing.min_reps):
                 return samples
     finally:
+        sys.setswitchinterval(switch)
         for role in roles:
             freeze(role, False)
+
+
+def _paired_ratios(sub: Samples, base: Samples) -> list[float]:
+    """The two contenders' time per call on the clock, round by round, one over the other: a
+    host that slows down for a while slows both turns of a round (this VM's batches vary by
+    ±20 % from round to round, their ratio by a few percent), so the ratio settles first."""
+    return [(s / n) / (b / m) for s, n, b, m in zip(sub.time_rt, sub.calls, base.time_rt,
+                                                     base.calls) if b > 0]
 
 
 def _turn(request: Request, role: str, got: Samples, prepare: bool, calls: int = 1,
