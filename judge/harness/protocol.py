@@ -22,19 +22,22 @@ then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versio
 Requests (fields besides `op` and `id`):
   load     test, files, outputs, the input sets of a test point (torch.save files the judge wrote),
            shared                the outputs' {name: {"shape", "dtype"}}, and for the timing run
-                                 `shared` = {"inputs", "outputs"}: raw files the judge maps too,
-                                 holding the timed calls' fresh inputs (mapped read-only) and this
-                                 contender's outputs
+                                 `shared` = {"inputs", "outputs", "slots"}: raw files the judge
+                                 maps too, holding `slots` sets (slot_stride apart) of the timed
+                                 calls' fresh inputs (mapped read-only) and of this contender's
+                                 outputs
   run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
                                  verified after, outputs saved (raw) to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
   warmup   seconds, min_calls    untimed prepare + time cycles on the loaded sets
-  prepare  fresh                 before a timed call on a GPU: the shared inputs (`fresh`) or the
-                                 next loaded set, copied to the device, outputs poisoned, cache
-                                 flushed
-  time     fresh, empty, record  one timed call: on what `prepare` readied, else (`fresh`, the CPU
-                                 device) on the shared tensors themselves, which the judge filled,
-                                 poisoned and flushed around while the run was frozen.
+  prepare  fresh, calls          before a timed batch on a GPU: the first `calls` shared sets
+                                 (`fresh`) or the next loaded set, copied to the device, outputs
+                                 poisoned, cache flushed
+  time     fresh, calls, empty,  a timed batch of `calls` calls (default 1; 0: the request's own
+           record                round trip), each on its own set: what `prepare` readied, else
+                                 (`fresh`, the CPU device) the shared sets themselves, which the
+                                 judge filled, poisoned and flushed around while the run was
+                                 frozen. Replies `ms` (the calls' median report) and `total_ms`.
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
                                  does nothing, called as that loader calls one (the floor of the
                                  timing, for the report only; asked of the baseline's harness).
