@@ -852,10 +852,14 @@ class JudgingRun:
         ms = self._physical(report, test, charge.ms)
         report.time_ms, report.baseline_ms = ms, base.median
         report.speedup = scoring.speedup(base.median, ms)
-        if charge.forged and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
+        # a report short of the clock (a forged timer): by a significant excess, or below what an
+        # empty call reports (which no call can be: the clock's noise cannot hide that one)
+        under_floor = bool(report.floor_ms) and (
+            charge.reported_ms < (1 - timing_loop.PHYSICS_MARGIN) * report.floor_ms)
+        if (charge.forged or under_floor) and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
             self.result.flags.append(
                 f"{test.name}: charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
-                f"the {charge.reported_ms:.3f} ms reported (the judge's clock or the run's CPU "
+                f"the {charge.reported_ms:.4f} ms reported (the judge's clock or the run's CPU "
                 "time saw it outside the measured call)")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
         report.reported_ms = charge.reported_ms
