@@ -37,7 +37,7 @@ Requests (fields besides `op` and `id`):
            record                round trip), each on its own set: what `prepare` readied, else
                                  (`fresh`, the CPU device) the shared sets themselves, which the
                                  judge filled, poisoned and flushed around while the run was
-                                 frozen. Replies `ms` (the calls' median report) and `total_ms`.
+                                 frozen. Replies `ms`: the calls' median report.
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
                                  does nothing, called as that loader calls one (the floor of the
                                  timing, for the report only; asked of the baseline's harness).

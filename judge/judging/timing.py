@@ -126,7 +126,6 @@ class Samples:
     empty_rt: list[float] = field(default_factory=list)
     empty_calls: list[int] = field(default_factory=list)
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
-    short: int = 0  # rounds left out because a batch was shorter than BATCH_MS
 
     def extend(self, other: Samples) -> None:
         """Add a round's samples (kept in a Samples of their own until the round is judged)."""
@@ -445,9 +444,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                         batch[role] * 1.25 * BATCH_MS / max(span, 1e-3)))
             if hot:
                 samples["submission"].throttled += 1
-            elif short:
-                samples["submission"].short += 1
-            elif not audited:  # an audit's samples, and a throttled round's, are left out
+            elif not (short or audited):  # an audit's samples, and a throttled round's, are left out
                 for role in roles:
                     samples[role].extend(turns[role])
             if len(base.request_rt) < FLOOR_TURNS:
