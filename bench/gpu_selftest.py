@@ -197,8 +197,8 @@ def stage_languages(ctx: Context) -> None:
 def stage_spread(ctx: Context) -> None:
     from judge.verdicts import Verdict
 
-    if ctx.device.kind == "cpu":
-        problem, tests = _problem("vector_add"), None
+    if ctx.device.kind == "cpu":  # a rehearsal of the path: one point keeps it in budget
+        problem, tests = _problem("vector_add"), ["n100003"]
         path = problem.path / "solutions/AC/loop.cpp"
     else:
         problem = _problem("rmsnorm")

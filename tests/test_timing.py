@@ -231,36 +231,31 @@ def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
         assert os.sched_getaffinity(0) == before
 
 
-def test_inputs_drawn_ahead_are_each_rounds_own_and_drawn_off_the_contenders_cpus(tmp_path):
-    """The next round's inputs are drawn while the current round runs, on CPUs the contenders do
-    not use; each round still writes exactly its own draw, and nothing is drawn twice."""
-    import os
+def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp_path):
+    """Drawing ahead on the judge's CPU during the turns made this VM's batches vary by up to
+    130 %: a round's inputs are all drawn in `begin` (contenders frozen), on the judge's own
+    thread, each round exactly its own, and nothing is left drawing once it returns."""
     import threading
 
     from judge.judging.timing import FreshRounds
 
-    cpus = sorted(os.sched_getaffinity(0))
-    ahead = {cpus[0]}
-    drawn_on, written = {}, []
+    drawn, written = [], []
 
     def draw(index, slot):
-        drawn_on[index, slot] = (threading.get_ident(), os.sched_getaffinity(0))
+        drawn.append((index, slot, threading.get_ident()))
         return f"inputs of call {slot} of round {index}"
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    fresh = FreshRounds(draw, lambda drawn, slot: written.append(drawn), outputs, tmp_path, 2,
-                        ahead_cpus=ahead)
-    batches = (1, 2, 2, 3, 1)  # a batch that grows draws its new calls' inputs when it grows
-    for calls in batches:
+    fresh = FreshRounds(draw, lambda values, slot: written.append(values), outputs, tmp_path, 2)
+    batches = (1, 2, 2, 3, 1)
+    for done, calls in enumerate(batches):
         fresh.begin(calls)
-    fresh.close()
+        assert len(drawn) == sum(batches[:done + 1])  # none drawn for a later round
     assert written == [f"inputs of call {slot} of round {i}"
                        for i, calls in enumerate(batches) for slot in range(calls)]
-    on_judge = {key for key, (thread, _) in drawn_on.items() if thread == threading.get_ident()}
-    assert on_judge == {(0, 0), (1, 1), (3, 2)}  # the first round, and the calls a batch grew by
-    assert all(cpus_seen == ahead for key, (_, cpus_seen) in drawn_on.items()
-               if key not in on_judge)
-    assert os.sched_getaffinity(0) == set(cpus)  # the judge's own thread is left as it was
+    assert {thread for _, _, thread in drawn} == {threading.get_ident()}
+    assert threading.active_count() == 1 or not any(
+        t.name.startswith("kjudge-draw") for t in threading.enumerate())
 
 
 def _harness_with_rule(tmp_path, body: str):

@@ -221,10 +221,6 @@ class JudgingRun:
         self.contender_cpu_set = parse_cpus(self.contender_cpus) if self.contender_cpus else None
         if self.contender_cpus is not None:
             self.result.applied["contender_cpus"] = self.contender_cpus
-        # where the judge draws the next round's inputs during a round: CPUs that no contender
-        # uses (none on a one-CPU host, where drawing waits for the round instead)
-        self.judge_cpu_set = (os.sched_getaffinity(0) - self.contender_cpu_set
-                              if self.contender_cpu_set else None) or None
         if sandbox.trusted_code_only:
             self.result.flags.append("judged in the trusted sandbox, which isolates nothing: "
                                      "the judge's own self-test code only")
@@ -725,7 +721,7 @@ class JudgingRun:
             rounds = timing_loop.FreshRounds(
                 draw_inputs, fresh_inputs.write, outputs, self.workdir / "kept" / test.name,
                 timing_loop.checked_calls(timing.checked_calls, output_bytes),
-                self.contender_cpu_set, self.judge_cpu_set)
+                self.contender_cpu_set)
             try:
                 samples = timing_loop.interleave(
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
@@ -734,8 +730,6 @@ class JudgingRun:
                     throttled=self.throttled, max_calls=slots)
             except timing_loop.GpuThrottled as exc:
                 raise DeviceNotReady(str(exc)) from None
-            finally:
-                rounds.close()
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()

@@ -44,7 +44,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -266,16 +265,16 @@ class FreshRounds:
     output tensors, a set per call of a batch, shared with it (judge/judging/shared.py); kept
     outputs are written to `kept_dir`, which no sandbox mounts.
 
-    With `ahead_cpus` (CPUs the contenders do not use) the next round's inputs are drawn there
-    while the current round's turns run: drawing is most of a round's cost for large inputs
-    (~8 ms per million normal floats here), and it then leaves the timed turns' CPUs alone. The
-    drawn inputs stay in the judge's memory until their round begins, so no contender sees a
-    round's inputs before it.
+    A round's inputs are drawn when it begins, while both contenders are frozen, never during
+    a timed turn: drawn meanwhile on the judge's own CPU, they slowed this VM's turns (its two
+    vCPUs share more than they show) and the paired ratio of one round's two batches varied by
+    10-130 % instead of 2-7 %, so that every point ran to its time cap (bench/ahead_drawing.md
+    in BENCHMARKS.md). No contender sees a round's inputs before it begins.
     """
 
     def __init__(self, draw: Callable[[int, int], object], write: Callable[[object, int], None],
                  outputs: dict[str, SharedTensors], kept_dir: Path, keep: int,
-                 cpus: set[int] | None = None, ahead_cpus: set[int] | None = None):
+                 cpus: set[int] | None = None):
         self.draw = draw
         self.write = write
         self.cpus = cpus  # where the writes are made (see on_cpus)
@@ -287,34 +286,18 @@ class FreshRounds:
         self.seen = dict.fromkeys(outputs, 0)  # calls of each contender so far
         self.slots: dict[str, dict[int, tuple[int, int]]] = {r: {} for r in outputs}
         self._random = random.SystemRandom()  # its state cannot be inferred from the draws
-        self.ahead_cpus = ahead_cpus
-        self._ahead = ThreadPoolExecutor(1, "kjudge-draw") if ahead_cpus else None
-        self._next: Future | None = None  # the next round's inputs, being drawn
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
     def begin(self, calls: int = 1) -> None:
         """Start a round of batches of up to `calls` calls (both contenders frozen)."""
         index, self.rounds, self.calls = self.rounds, self.rounds + 1, calls
-        drawn = self._next.result() if self._next is not None else []
-        drawn = drawn[:calls] + [self.draw(index, slot) for slot in range(len(drawn), calls)]
+        drawn = [self.draw(index, slot) for slot in range(calls)]
         with on_cpus(self.cpus):
             for slot, values in enumerate(drawn):
                 self.write(values, slot)
             for shared in self.outputs.values():
                 shared.poison(calls)
-        if self._ahead is not None:
-            self._next = self._ahead.submit(self._draw_ahead, index + 1, calls)
-
-    def _draw_ahead(self, index: int, calls: int) -> list:
-        os.sched_setaffinity(0, self.ahead_cpus)  # this thread: off the contenders' CPUs
-        return [self.draw(index, slot) for slot in range(calls)]
-
-    def close(self) -> None:
-        """Stop drawing ahead (the last round drawn ahead is never used)."""
-        if self._ahead is not None:
-            self._ahead.shutdown(wait=True, cancel_futures=True)
-            self._ahead, self._next = None, None
 
     def end(self, role: str, calls: int = 1) -> None:
         """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls
@@ -410,9 +393,9 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
         freeze(role, True)
     started = time.monotonic()
     switch = sys.getswitchinterval()
-    # the next round's inputs are drawn by a thread of this process meanwhile: the judge's own
-    # thread, woken by a reply, must not wait for the GIL up to the default 5 ms (which its
-    # clock would charge to that turn: batches varied by ±20 % here)
+    # another thread of this process (a worker's heartbeat, the API where the worker is
+    # embedded) may hold the GIL when a reply wakes the judge: it must not wait up to the
+    # default 5 ms, which its clock would charge to that turn
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         floor_turn()  # the round trip is known before the first batch is sized
