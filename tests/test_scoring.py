@@ -1,4 +1,3 @@
-import math
 
 import pytest
 
@@ -20,10 +19,30 @@ def test_stop_rule_needs_min_reps_and_small_error():
 
 
 def test_aggregates():
-    base, sub = [1.0, 9.0], [2.0, 3.0]
-    assert scoring.aggregate("total_time", base, sub) == pytest.approx(10 / 5)
-    assert scoring.aggregate("geomean", base, sub) == pytest.approx(math.sqrt(0.5 * 3))
+    base, sub = [1.0, 9.0, 4.0], [2.0, 3.0, 2.0]  # speedups 0.5, 3, 2: the 3 counts as 2
+    assert scoring.aggregate("total_time", base, sub) == pytest.approx(14 / (2 + 4.5 + 2))
+    assert scoring.aggregate("geomean", base, sub) == pytest.approx((0.5 * 2 * 2) ** (1 / 3))
     assert scoring.aggregate("total_time", [], []) == 0.0
+    assert scoring.aggregate("geomean", [2.0], [1.0]) == pytest.approx(2.0)  # one point: itself
+
+
+def test_no_single_point_carries_the_aggregate():
+    """The aggregate underflow of public boards: three honest points at 1.0x and one tiny point
+    forged (or special-cased) to 1000x lifted a geomean to 5.6x; it now counts as the next best
+    point, whatever its size, in either aggregate."""
+    base = [0.005, 0.05, 0.5, 5.0]
+    honest = list(base)
+    for i in range(4):  # the carrying point at every size
+        forged = list(honest)
+        forged[i] = base[i] / 1000
+        for method in ("geomean", "total_time"):
+            assert scoring.aggregate(method, base, forged) == pytest.approx(
+                scoring.aggregate(method, base, honest)), (method, i)
+        counted, lowered = scoring.counted_times(base, forged)
+        assert lowered == i and counted == pytest.approx(honest)
+    assert scoring.counted_times(base, honest) == (honest, None)  # a tie lowers nothing
+    faster = [b / 2 for b in base]  # a real gain on every point counts whole
+    assert scoring.aggregate("geomean", base, faster) == pytest.approx(2.0)
 
 
 def test_score_expression():

@@ -884,6 +884,9 @@ class JudgingRun:
         self.result.time_ms, self.result.baseline_ms = sum(subs), sum(bases)
         if self.result.verdict is not Verdict.AC:
             return
+        counted, lowered = scoring.counted_times(bases, subs)
+        if lowered is not None:
+            timed[lowered].counted_speedup = scoring.speedup(bases[lowered], counted[lowered])
         speedup = scoring.aggregate(self.spec.scoring.aggregate, bases, subs)
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(

@@ -32,6 +32,9 @@ def table(result: JudgeResult) -> str:
             f"{(f'{t.rel_spread:.1%}' if t.rel_spread is not None else '-'):>7} "
             f"{_num(t.gbps, 4):>8}"
         )
+        if t.counted_speedup is not None:
+            lines.append(f"    counted as {_num(t.counted_speedup, 3)}x, the next best point's: "
+                         "no single point carries the aggregate")
         if t.verdict is not None and t.verdict.value != "AC" and t.message:
             lines.append("    " + t.message.strip().splitlines()[-1][:200])
     lines.append("")
