@@ -80,6 +80,12 @@ def test_a_known_hack_is_flagged_for_review_and_judged_by_measurement(vector_add
     assert rule in {hit["rule"] for hit in result.guard["hits"] if hit["tier"] == "hard"}
     assert any(f.startswith("kernelguard") and rule in f and "review" in f
                for f in result.flags)
+    # held off the boards, each hit where the source shows it (KernelGuard gives no line)
+    lines = source.splitlines()
+    where = {h["line"]: h["what"] for h in result.holds if h["what"].startswith(rule)}
+    assert where and all(line and lines[line - 1].strip() for line in where), where
+    if rule == "TIMER_MONKEYPATCH":  # the fake class, or where it replaces torch's
+        assert all("Event" in lines[line - 1] for line in where), where
 
 
 def test_native_sources_get_no_opinion(vector_add, cpu, default_sandbox):

@@ -66,6 +66,7 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a", 4800.0, 989.0)
     run = SimpleNamespace(spec=problem.spec, device=h200, result=JudgeResult("vector_add", "v", "x"))
     run.roofline_ms = lambda test: JudgingRun.roofline_ms(run, test)
+    run._hold = lambda *args: JudgingRun._hold(run, *args)
     test = next(t for t in problem.tests if t.params.get("n") == 16777216)
     roof = run.roofline_ms(test)
     assert roof == pytest.approx(3 * 4 * 16777216 / 4.8e12 * 1000)  # 0.042 ms of HBM
@@ -73,11 +74,13 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     assert JudgingRun._physical(run, report, test, 0.05) == 0.05 and not run.result.flags
     assert JudgingRun._physical(run, report, test, 0.0001) == pytest.approx(roof)
     assert "under the roofline" in run.result.flags[-1]
+    assert [h["by"] for h in run.result.holds] == ["roofline"]  # held off the boards
     cpu = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
                           result=JudgeResult("vector_add", "v", "x"))
     cpu.roofline_ms = lambda test: JudgingRun.roofline_ms(cpu, test)
+    cpu._hold = lambda *args: JudgingRun._hold(cpu, *args)
     assert cpu.roofline_ms(test) is None
     assert JudgingRun._physical(cpu, report, test, 0.0001) == 0.004
     assert "under the empty call's floor" in cpu.result.flags[-1]
     assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004  # within the margin: no flag
-    assert len(cpu.result.flags) == 1
+    assert len(cpu.result.flags) == 1 and [h["by"] for h in cpu.result.holds] == ["floor"]

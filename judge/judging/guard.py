@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -46,12 +47,35 @@ class GuardReport:
     def to_dict(self) -> dict:
         return {**asdict(self), "review": self.review}
 
+    def holds(self, source: str) -> list[dict]:
+        """The hard-tier hits, each where the source shows it (see `evidence_line`)."""
+        return [{"by": self.tool, "what": f"{hit['rule']}: {hit['evidence']}", "test": None,
+                 "line": evidence_line(source, hit["evidence"])}
+                for hit in self.hits if hit["tier"] == "hard"]
+
     def flags(self) -> list[str]:
         if self.error:
             return [f"{self.tool}: no opinion ({self.error})"]
         rules = sorted({(hit["tier"], hit["rule"]) for hit in self.hits})
         return [f"{self.tool}: {rule} ({tier} tier{', review' if tier == 'hard' else ''})"
                 for tier, rule in rules]
+
+
+def evidence_line(source: str, evidence: str) -> int | None:
+    """The source line (1-based) a hit's evidence names, KernelGuard giving none: the longest
+    dotted name of the evidence that the source holds, where it is assigned if it is, else
+    where it first appears ("host timing function patched: time.perf_counter" points at
+    `time.perf_counter = ...`)."""
+    lines = source.splitlines()
+    names = sorted(set(re.findall(r"[A-Za-z_][\w.]*\w", evidence)), key=len, reverse=True)
+    for name in (n for n in names if len(n) >= 4):
+        assigned = re.compile(rf"(?<![\w.]){re.escape(name)}\s*(?:\[[^\]]*\]\s*)?=(?!=)")
+        used = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w])")
+        for pattern in (assigned, used):
+            found = next((i for i, line in enumerate(lines, 1) if pattern.search(line)), None)
+            if found:
+                return found
+    return None
 
 
 @cache

@@ -633,6 +633,7 @@ class JudgingRun:
             report, self.opinion = self.opinion.report(), None
             self.result.guard = report.to_dict()
             self.result.flags += report.flags()
+            self.result.holds += report.holds(self.source)
 
     def _time_all(self, sub: Contender, base: Contender, tests: list[TestPoint],
                   cases: dict[str, list[TestCase]]) -> None:
@@ -837,9 +838,14 @@ class JudgingRun:
         if ms >= least:
             return ms
         if ms < (1 - timing_loop.PHYSICS_MARGIN) * least:
-            self.result.flags.append(f"{test.name}: {ms:.4f} ms per call is under {name} "
-                                     f"({least:.4f} ms): charged at it")
+            self._hold("floor" if name.endswith("floor") else "roofline", test,
+                       f"{ms:.4f} ms per call is under {name} ({least:.4f} ms): charged at it")
         return least
+
+    def _hold(self, by: str, test: TestPoint, what: str) -> None:
+        """A flag that holds the result off the boards until an organizer clears it."""
+        self.result.flags.append(f"{test.name}: {what}")
+        self.result.holds.append({"by": by, "what": what, "test": test.name, "line": None})
 
     def _fill_timing(self, report: TestReport, test: TestPoint, charge: timing_loop.Charge,
                      sub: scoring.Stats, base: scoring.Stats) -> None:
@@ -851,10 +857,10 @@ class JudgingRun:
         under_floor = bool(report.floor_ms) and (
             charge.reported_ms < (1 - timing_loop.PHYSICS_MARGIN) * report.floor_ms)
         if (charge.forged or under_floor) and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
-            self.result.flags.append(
-                f"{test.name}: charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
-                f"the {charge.reported_ms:.4f} ms reported (the judge's clock or the run's CPU "
-                "time saw it outside the measured call)")
+            self._hold("clock", test,
+                       f"charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
+                       f"the {charge.reported_ms:.4f} ms reported (the judge's clock or the "
+                       "run's CPU time saw it outside the measured call)")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
         report.reported_ms = charge.reported_ms
         report.clock_excess_ms = charge.time_excess_ms

@@ -111,6 +111,9 @@ class JudgeResult:
     message: str = ""
     tests: list[TestReport] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # judgings an organizer should look at
+    # the flags that hold the result off the boards until an organizer clears it (a charged
+    # forgery, a time under physics, a hard-tier KernelGuard hit): {by, what, test, line}
+    holds: list[dict] = field(default_factory=list)
     # KernelGuard's opinion of a Python source (judge/judging/guard.py): its hits, and whether
     # a hard-tier one puts the judging on the organizers' review list
     guard: dict = field(default_factory=dict)
@@ -133,7 +136,7 @@ class JudgeResult:
 
     @property
     def needs_review(self) -> bool:
-        return bool(self.guard.get("review"))
+        return bool(self.holds) or bool(self.guard.get("review"))  # the latter: older records
 
     def to_dict(self) -> dict:
         """The record as JSON-ready data, `overhead_s` included (derived: from_dict drops it)."""

@@ -75,11 +75,18 @@ class ContestFields(Body):
     languages: list[str] | None = None
     device: str | None = None
     public: bool | None = Field(None, description="its board is readable without signing in")
+    hold_flagged: bool | None = Field(None, description="results on the review list count on "
+                                      "its board only once an organizer clears them (default)")
     teams: bool | None = Field(None, description="ranked by the users' teams")
     freeze_at: datetime | None = Field(None, description="from then, all but organizers see "
                                        "the board as it stood")
     thaw_at: datetime | None = Field(None, description="when the final board is published")
     thaw_after_end_s: int | None = Field(None, ge=0, description="thaw_at = ends_at + this")
+
+
+class DecisionIn(Body):
+    decision: str = Field(description="`cleared` (it counts) or `disqualified` (it counts nowhere)")
+    note: str = Field("", max_length=2000, description="why, for the other organizers")
 
 
 class ContestIn(ContestFields):
@@ -250,7 +257,7 @@ def highlight_source(source: str, language: str) -> str:
 
 
 # what only organizers see of a record: the judge's own notes and what ran where
-ORGANIZER_FIELDS = ("flags", "guard", "applied", "requested")
+ORGANIZER_FIELDS = ("flags", "holds", "guard", "applied", "requested")
 
 
 def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> dict:
@@ -273,9 +280,13 @@ def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> 
         "started_at": judging.started_at, "finished_at": judging.finished_at,
         "rejudge_id": judging.rejudge_id, "sandbox": applied.get("sandbox"),
         "judge_version": applied.get("judge"),
+        # on the review list: held off the boards until an organizer decides (what was
+        # flagged is the organizers' to read)
+        "review": judging.review, "decision": judging.decision,
     })
     if admin:
         view["attempts"] = judging.attempts
+        view["decision_note"] = judging.decision_note
     return view
 
 
@@ -295,14 +306,27 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     return view
 
 
+def review_view(submission: Submission, judging: JudgingRow) -> dict:
+    record = judging.record or {}
+    holds = record.get("holds") or [  # records from before holds: KernelGuard's hard hits
+        {"by": "kernelguard", "what": f"{h['rule']}: {h.get('evidence', '')}", "test": None,
+         "line": None} for h in record.get("guard", {}).get("hits", []) if h["tier"] == "hard"]
+    return {"submission_id": submission.id, "user": submission.user.name,
+            "problem": submission.problem.slug, "language": submission.language,
+            "judging_id": judging.id, "verdict": judging.verdict, "score": judging.score,
+            "finished_at": judging.finished_at, "holds": holds,
+            "decision": judging.decision, "decided_at": judging.decided_at,
+            "decision_note": judging.decision_note}
+
+
 def contest_view(contest: Contest) -> dict:
     """Times with their offset (UTC): a page's clock reads a time without one as local."""
     times = {name: store.aware(getattr(contest, name))
              for name in (*store.CONTEST_TIMES, "unfrozen_at")}
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
-            "teams": contest.teams, **times, "frozen": store.contest_frozen(contest),
-            "state": store.contest_state(contest)}
+            "teams": contest.teams, "hold_flagged": contest.hold_flagged, **times,
+            "frozen": store.contest_frozen(contest), "state": store.contest_state(contest)}
 
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
@@ -416,15 +440,20 @@ def _routes(app: FastAPI) -> None:
                  "rejudge_reason": reasons.get(j.rejudge_id)} for j in submission.judgings]
 
     @app.get("/api/review")
-    def review(s: SessionDep, _admin: AdminDep,
-               limit: int = Query(200, ge=1, le=1000)) -> list[dict]:
-        """Submissions KernelGuard flagged with a hard-tier rule, for an organizer to look at
-        (its verdict is the judge's measurements', whatever the detector says)."""
-        return [{"submission_id": sub.id, "user": sub.user.name, "problem": sub.problem.slug,
-                 "language": sub.language, "judging_id": judging.id, "verdict": judging.verdict,
-                 "score": judging.score, "finished_at": judging.finished_at,
-                 "hits": (judging.record or {}).get("guard", {}).get("hits", [])}
-                for sub, judging in store.review_list(s, limit)]
+    def review(s: SessionDep, _admin: AdminDep, limit: int = Query(200, ge=1, le=1000),
+               undecided: bool = False) -> list[dict]:
+        """Submissions on the review list (a charged forgery, a time under physics, a
+        hard-tier KernelGuard hit: `holds`, each with its test point or source line), held off
+        the boards until an organizer decides (POST /api/review/{judging_id})."""
+        return [review_view(sub, judging) for sub, judging in store.review_list(s, limit,
+                                                                                undecided)]
+
+    @app.post("/api/review/{judging_id}")
+    def decide(judging_id: IdInPath, body: DecisionIn, s: SessionDep, admin: AdminDep) -> dict:
+        """Clear a held result (it counts as judged) or disqualify it (it counts nowhere)."""
+        judging = store.decide(s, admin, judging_id, body.decision, body.note)
+        s.commit()
+        return review_view(judging.submission, judging)
 
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,

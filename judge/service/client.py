@@ -1,4 +1,5 @@
-"""Client commands of `kjudge` over the REST API: submit, status, rejudge, leaderboard, export.
+"""Client commands of `kjudge` over the REST API: submit, status, rejudge, review, leaderboard,
+export.
 
 The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
 HTTP package (or torch) costs.
@@ -137,6 +138,30 @@ def cmd_rejudge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    """The review list, or a decision on one of its judgings (`--clear`/`--disqualify ID`)."""
+    client = _client(args)
+    if args.clear or args.disqualify:
+        decision, judging = ("cleared", args.clear) if args.clear else ("disqualified",
+                                                                         args.disqualify)
+        done = client.call("POST", f"/api/review/{judging}",
+                           body={"decision": decision, "note": args.note}).json()
+        print(f"judging {done['judging_id']} of submission {done['submission_id']}: "
+              f"{done['decision']}")
+        return EXIT_OK
+    rows = client.call("GET", "/api/review", params={"undecided": args.undecided}).json()
+    if not rows:
+        print("nothing to review")
+    for row in rows:
+        print(f"judging {row['judging_id']}  submission {row['submission_id']}  {row['user']}  "
+              f"{row['problem']}  {row['verdict'] or '-'}  {row['decision'] or 'held'}")
+        for hold in row["holds"]:
+            where = (f"line {hold['line']}" if hold.get("line") else
+                     f"test {hold['test']}" if hold.get("test") else "")
+            print(f"    {hold['by']}{' ' + where if where else ''}: {hold['what']}")
+    return EXIT_OK
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     params = {"contest": args.contest} if args.contest else {}
     board = _client(args).call("GET", "/api/leaderboard", params=params).json()
@@ -192,6 +217,15 @@ def register(sub) -> None:
     rj.add_argument("--reason", required=True)
     client_args(rj)
     rj.set_defaults(func=cmd_rejudge)
+
+    rv = sub.add_parser("review", help="results held for review; clear or disqualify (admin)")
+    decide = rv.add_mutually_exclusive_group()
+    decide.add_argument("--clear", type=int, metavar="JUDGING", help="it counts as judged")
+    decide.add_argument("--disqualify", type=int, metavar="JUDGING", help="it counts nowhere")
+    rv.add_argument("--note", default="", help="why (with --clear or --disqualify)")
+    rv.add_argument("--undecided", action="store_true", help="only those not decided yet")
+    client_args(rv)
+    rv.set_defaults(func=cmd_review)
 
     lb = sub.add_parser("leaderboard", help="the leaderboard")
     lb.add_argument("--contest")

@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -132,6 +133,9 @@ class Contest(Base):
     freeze_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     thaw_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     unfrozen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # a result on the review list (`JudgingRow.review`) counts on no board until an organizer
+    # clears it
+    hold_flagged: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class Rejudge(Base):
@@ -180,6 +184,12 @@ class JudgingRow(Base):
     time_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(),
                                          index=True)  # on the organizers' review list
+    # an organizer's decision on a judging on the review list: "cleared" (it counts) or
+    # "disqualified" (it counts nowhere); None: not decided (held where its contest holds)
+    decision: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    decided_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    decision_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
     claim: Mapped[str | None] = mapped_column(String(32), nullable=True)  # token of the holder
     attempts: Mapped[int] = mapped_column(Integer, default=0)

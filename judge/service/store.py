@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 
-from sqlalchemy import and_, case, func, or_, select, true, update
+from sqlalchemy import and_, case, func, not_, or_, select, true, update
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 import judge
@@ -412,18 +412,38 @@ def rejudge_progress(s: Session, rejudge_id: int) -> dict:
 
 
 # -- problem statistics ---------------------------------------------------------------------
-def review_list(s: Session, limit: int = 200) -> list[tuple[Submission, JudgingRow]]:
-    """Submissions a judging of which KernelGuard put on the review list (a hard-tier hit),
-    newest first, each with its latest such judging."""
+def review_list(s: Session, limit: int = 200, undecided: bool = False
+                ) -> list[tuple[Submission, JudgingRow]]:
+    """Submissions a judging of which is on the review list (see JudgeResult.holds), newest
+    first, each with its latest such judging; `undecided`: only those no organizer decided."""
     flagged = (select(JudgingRow.submission_id, func.max(JudgingRow.id).label("judging"))
                .where(JudgingRow.review.is_(True)).group_by(JudgingRow.submission_id)
                .subquery())
     query = (select(Submission, JudgingRow)
              .join(flagged, flagged.c.submission_id == Submission.id)
              .join(JudgingRow, JudgingRow.id == flagged.c.judging)
+             .where(JudgingRow.decision.is_(None) if undecided else true())
              .options(joinedload(Submission.user), joinedload(Submission.problem))
              .order_by(Submission.id.desc()).limit(limit))
     return [(submission, judging) for submission, judging in s.execute(query)]
+
+
+CLEARED, DISQUALIFIED = "cleared", "disqualified"  # an organizer's decisions on a review
+
+
+def decide(s: Session, admin: User, judging_id: int, decision: str, note: str = "") -> JudgingRow:
+    """An organizer's decision on a judging on the review list, in one action: `cleared` (it
+    counts as judged) or `disqualified` (it counts nowhere). A later decision replaces it; a
+    rejudge's judging is reviewed afresh."""
+    if decision not in (CLEARED, DISQUALIFIED):
+        raise ServiceError(422, f"decision {decision!r}: use {CLEARED!r} or {DISQUALIFIED!r}")
+    judging = s.get(JudgingRow, judging_id)
+    if judging is None or not judging.review:
+        raise ServiceError(404, f"no judging {judging_id} on the review list (GET /api/review)")
+    judging.decision, judging.decided_by = decision, admin.id
+    judging.decided_at, judging.decision_note = utcnow(), note or None
+    results_changed(s)
+    return judging
 
 
 def contest_frozen(contest: Contest, now: datetime | None = None) -> bool:
@@ -483,6 +503,17 @@ def _cut(query, cuts: tuple[tuple[int, datetime], ...]):
     return query
 
 
+def counts_on_boards():
+    """The one rule of which current judgings a board counts (a condition on JudgingRow, with
+    Contest outer-joined on the submission's): none disqualified, and none on the review list
+    that no organizer has cleared where its contest holds flagged results (submissions outside
+    a contest: always)."""
+    held = and_(JudgingRow.review.is_(True), JudgingRow.decision.is_(None),
+                func.coalesce(Contest.hold_flagged, true()))
+    return and_(or_(JudgingRow.decision.is_(None), JudgingRow.decision != DISQUALIFIED),
+                not_(held))
+
+
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
                      cuts: tuple[tuple[int, datetime], ...] = ()):
     """(user id, user name, team, problem slug, score, submitted at) of every submission whose
@@ -502,7 +533,8 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
              .join(Submission, Submission.id == latest.c.submission_id)
              .join(User, User.id == Submission.user_id)
              .join(ProblemRow, ProblemRow.id == Submission.problem_id)
-             .where(JudgingRow.verdict == "AC")
+             .outerjoin(Contest, Contest.id == Submission.contest_id)
+             .where(JudgingRow.verdict == "AC", counts_on_boards())
              .order_by(Submission.created_at, Submission.id))
     if contest is not None:
         query = _in_contest(query, contest, before)
@@ -578,7 +610,8 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     contests' submissions did since their freeze."""
     problems = tuple(contest.problems if contest else sorted(
         s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
-    window = (contest.id, contest.starts_at, contest.ends_at, contest.teams) if contest else None
+    window = (contest.id, contest.starts_at, contest.ends_at, contest.teams,
+              contest.hold_flagged) if contest else None
     cuts = () if live else frozen_cuts(s)
     live = not cuts  # nothing frozen: everyone's results are the live ones (one cache entry)
     frozen = contest is not None and any(cid == contest.id for cid, _ in cuts)

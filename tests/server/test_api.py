@@ -175,12 +175,83 @@ def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
     listed = api.get("/api/review", headers=auth(api, "admin")).json()
     assert [(r["submission_id"], r["user"], r["verdict"]) for r in listed] == [
         (flagged["id"], "alice", "AC")]
-    assert listed[0]["hits"] == [hit]
+    assert listed[0]["holds"] == [{"by": "kernelguard", "what": "TIMER_MONKEYPATCH: "
+                                   "torch.cuda.Event reassigned", "test": None, "line": None}]
     assert api.get("/api/review", headers=auth(api, "alice")).status_code == 403
     own = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "alice")).json()
     assert "guard" not in own and "flags" not in own
     admin_view = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "admin")).json()
     assert admin_view["guard"]["review"] is True
+
+
+def _finish_flagged(api, judging_id: int, score: float, holds: list[dict]) -> None:
+    with db.session(api.config.database_url) as s:
+        token = store.claim(s, judging_id, "api-test-worker")
+        store.finish(s, judging_id, token, JudgeResult("vector_add", verdict=Verdict.AC,
+                                                      score=score, holds=holds))
+
+
+def _board(api, contest=None) -> dict[str, float]:
+    params = {"contest": contest} if contest else {}
+    board = api.get("/api/leaderboard", params=params, headers=auth(api, "bob")).json()
+    return {row["name"]: row["total"] for row in board["rows"]}
+
+
+CHARGED = {"by": "clock", "test": "n100003", "line": None,
+           "what": "charged 0.050 ms per call more than the 0.0010 ms reported"}
+
+
+def test_a_flagged_result_counts_on_no_board_until_an_organizer_clears_it(api):
+    """Alice's forged 900 would lead every board; it is held (her honest 100 counts meanwhile),
+    a contestant sees only that it is held, and one organizer action clears or disqualifies
+    it; a rejudge's new judging is held afresh."""
+    admin = auth(api, "admin")
+    assert api.post("/api/contests", json={"slug": "c1", "title": "C1", "problems": [
+        "vector_add"]}, headers=admin).status_code == 201
+    honest = post_submission(api, contest="c1").json()
+    forged = post_submission(api, contest="c1").json()
+    outside = post_submission(api, who="bob").json()
+    finish(api, honest["judging_id"], score=100.0)
+    _finish_flagged(api, forged["judging_id"], 900.0, [CHARGED])
+    _finish_flagged(api, outside["judging_id"], 700.0, [{**CHARGED, "by": "floor"}])
+    assert _board(api, "c1") == {"alice": 100.0} and _board(api) == {"alice": 100.0}
+    own = api.get(f"/api/submissions/{forged['id']}", headers=auth(api, "alice")).json()
+    assert own["review"] is True and own["decision"] is None and "holds" not in own
+    listed = {r["judging_id"]: r for r in api.get("/api/review", headers=admin).json()}
+    assert listed[forged["judging_id"]]["holds"] == [CHARGED]
+    assert api.post(f"/api/review/{forged['judging_id']}", json={"decision": "cleared"},
+                    headers=auth(api, "alice")).status_code == 403
+    assert api.post(f"/api/review/{honest['judging_id']}", json={"decision": "cleared"},
+                    headers=admin).status_code == 404  # not on the list
+    assert api.post(f"/api/review/{forged['judging_id']}", json={"decision": "maybe"},
+                    headers=admin).status_code == 422
+    cleared = api.post(f"/api/review/{forged['judging_id']}",
+                       json={"decision": "cleared", "note": "checked by hand"}, headers=admin)
+    assert cleared.status_code == 200 and cleared.json()["decision"] == "cleared"
+    assert _board(api, "c1") == {"alice": 900.0} and _board(api) == {"alice": 900.0}
+    undecided = api.get("/api/review?undecided=true", headers=admin).json()
+    assert [r["judging_id"] for r in undecided] == [outside["judging_id"]]
+    api.post(f"/api/review/{outside['judging_id']}", json={"decision": "disqualified"},
+             headers=admin)
+    assert _board(api) == {"alice": 900.0}  # bob's counts nowhere
+    rejudged = api.post("/api/rejudge", json={"reason": "new judge", "submission_ids": [
+        forged["id"]]}, headers=admin).json()
+    judgings = api.get(f"/api/submissions/{forged['id']}/judgings", headers=admin).json()
+    _finish_flagged(api, judgings[-1]["judging_id"], 900.0, [CHARGED])
+    assert rejudged["total"] == 1 and _board(api, "c1") == {"alice": 100.0}  # held afresh
+
+
+def test_a_contest_that_does_not_hold_flagged_results_counts_them(api):
+    admin = auth(api, "admin")
+    api.post("/api/contests", json={"slug": "open", "title": "Open", "problems": ["vector_add"],
+                                    "hold_flagged": False}, headers=admin)
+    assert api.get("/api/contests").json()[0]["hold_flagged"] is False
+    forged = post_submission(api, contest="open").json()
+    _finish_flagged(api, forged["judging_id"], 900.0, [CHARGED])
+    assert _board(api, "open") == {"alice": 900.0}
+    assert api.patch("/api/contests/open", json={"hold_flagged": True},
+                     headers=admin).status_code == 200
+    assert _board(api, "open") == {}  # the setting's change is seen at once
 
 
 def test_a_change_is_committed_before_its_answer_is_sent(api):

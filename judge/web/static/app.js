@@ -451,6 +451,10 @@ async function submissionPage(id) {
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
       </div>
       ${r.message ? `<p class="error">${esc(r.message)}</p>` : ""}
+      ${r.review && !r.decision ? `<p class="error" id="held">Held for an organizer's review: `
+        + `this result counts on the boards once an organizer clears it.</p>` : ""}
+      ${r.decision === "disqualified" ? `<p class="error" id="held">Disqualified by an organizer: `
+        + `this result counts nowhere.</p>` : ""}
       ${r.sandbox === "process" ? `<p class="error">Judged without isolation (the process sandbox, `
         + `for development only): this result must not count in a contest.</p>` : ""}
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
@@ -574,8 +578,10 @@ async function leaderboardPage() {
 async function adminPage() {
   view().innerHTML = `<h1>Organizer</h1>
     <h2>Queue and workers</h2><div id="queue"></div>
-    <h2>Review</h2><p class="muted">Submissions KernelGuard flags with a hard-tier rule: an
-      opinion for you to check, not a verdict.</p><table id="review"></table>
+    <h2>Review</h2><p class="muted">Results held off the boards until you decide: a timer the
+      judge's clock caught, a time under the floor or the roofline, a hard-tier KernelGuard rule
+      (an opinion to check, not a verdict). Clear: it counts as judged. Disqualify: it counts nowhere.</p>
+      <table id="review"></table>
     <h2>Rejudge</h2>
     <form id="rejudge" class="stack">
       <div class="row"><input name="submission_ids" placeholder="submission ids: 3 4 9">
@@ -611,13 +617,24 @@ async function adminPage() {
   };
   const loadReview = async () => {
     const rows = await api("/api/review");
+    const where = (h) => h.line ? `line ${h.line}` : h.test ? `test ${esc(h.test)}` : "";
     $("#review").innerHTML = `<tr><th>#</th><th>user</th><th>problem</th><th>verdict</th>
-      <th>rules</th><th>judged</th></tr>` + (rows.map((r) => `<tr data-id="${r.submission_id}">
+      <th>flagged</th><th>judged</th><th>decision</th></tr>` + (rows.map((r) => `<tr data-id="${r.submission_id}">
       <td><a href="#/submissions/${r.submission_id}">${r.submission_id}</a></td><td>${esc(r.user)}</td>
       <td>${esc(r.problem)}</td><td>${esc(r.verdict || "–")}</td>
-      <td>${esc([...new Set(r.hits.filter((h) => h.tier === "hard").map((h) => h.rule))].join(", "))}</td>
-      <td>${when(r.finished_at)}</td></tr>`).join("")
-      || '<tr><td colspan="6" class="muted">nothing to review</td></tr>');
+      <td class="holds">${r.holds.map((h) => `<div><b>${esc(h.by)}</b> ${where(h)}: ${esc(h.what)}</div>`).join("")}</td>
+      <td>${when(r.finished_at)}</td>
+      <td>${r.decision ? `<span class="decision">${esc(r.decision)}</span> ` : '<span class="muted">held</span> '}
+        <button data-decide="cleared" data-judging="${r.judging_id}" class="secondary">Clear</button>
+        <button data-decide="disqualified" data-judging="${r.judging_id}" class="secondary">Disqualify</button></td></tr>`).join("")
+      || '<tr><td colspan="7" class="muted">nothing to review</td></tr>');
+    for (const button of $("#review").querySelectorAll("[data-decide]")) {
+      button.onclick = async () => {
+        await api(`/api/review/${button.dataset.judging}`, { method: "POST",
+          body: { decision: button.dataset.decide } });
+        await loadReview();
+      };
+    }
   };
   const loadUsers = async () => {
     const users = await api("/api/users");
