@@ -23,15 +23,19 @@ def worker_argv(queues: list[str], concurrency: int, name: str) -> list[str]:
             "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
 
 
-def queues_for(config, queue: str | None, device: str | None) -> list[str]:
+def queues_for(config, queue: str | None, device: str | None,
+               system_tests: bool = False) -> list[str]:
     """The worker's queue (default: from its device, e.g. judge.cpu, judge.cuda.h200) and the
-    `.rejudge` twin it also drains."""
+    `.rejudge` twin it also drains; with `system_tests`, the `.systest` twin too (one worker
+    per device kind drains it, so that a contest's leaders are timed on one machine)."""
     if queue is None:
         from judge.host.device import detect, queue_device
 
         kind, _, model = queue_device(detect(device)).partition(".")
         queue = config.queue_for(kind, model)
-    return [queue, queue + ".rejudge"]
+    from judge.service.store import REJUDGE_QUEUE, SYSTEM_TEST_QUEUE
+
+    return [queue, queue + REJUDGE_QUEUE] + ([queue + SYSTEM_TEST_QUEUE] if system_tests else [])
 
 
 def embedded_device(config) -> str:
@@ -148,7 +152,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         env = {**os.environ, "KJUDGE_WORKER_DEVICE": device,
                "KJUDGE_SANDBOX_OWNER": f"worker-{device}-embedded"}
         for i in range(args.workers):
-            argv = worker_argv(queues_for(config, None, device), 1, f"embedded{i}@%h")
+            # the first embedded worker runs the system tests
+            argv = worker_argv(queues_for(config, None, device, system_tests=i == 0), 1,
+                               f"embedded{i}@%h")
             workers.append(subprocess.Popen(argv, env=env,
                                             preexec_fn=partial(die_with_parent, os.getpid())))
     log_level = "warning" if args.quiet else "info"
@@ -265,7 +271,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     require_isolation(args.insecure)
     os.environ["KJUDGE_WORKER_DEVICE"] = args.device or ""
     os.environ["KJUDGE_SANDBOX_OWNER"] = f"worker-{args.device or 'auto'}"
-    queues = queues_for(config, args.queue, args.device)
+    queues = queues_for(config, args.queue, args.device, args.system_tests)
     name = f"{(args.device or 'cpu').replace(':', '')}@%h"
     os.execv(sys.executable, worker_argv(queues, args.concurrency, name))
     return EXIT_OK  # not reached
@@ -366,6 +372,8 @@ def register(sub) -> None:
     w.add_argument("--device", help="cpu, cuda:N (default: the GPU if visible)")
     w.add_argument("--queue", help="e.g. judge.cuda.h100 (its .rejudge twin is added)")
     w.add_argument("--concurrency", type=int, default=1)
+    w.add_argument("--system-tests", action="store_true",
+                   help="also run contests' system tests (one such worker per device kind)")
     w.add_argument("--insecure", action="store_true",
                    help="judge without bubblewrap or Docker (process sandbox: development only)")
     w.set_defaults(func=cmd_worker)

@@ -77,11 +77,18 @@ class ContestFields(Body):
     public: bool | None = Field(None, description="its board is readable without signing in")
     hold_flagged: bool | None = Field(None, description="results on the review list count on "
                                       "its board only once an organizer clears them (default)")
+    system_test: bool | None = Field(None, description="when it ends, its leaders are judged "
+                                     "again on fresh seeds and the final board counts those "
+                                     "(default)")
     teams: bool | None = Field(None, description="ranked by the users' teams")
     freeze_at: datetime | None = Field(None, description="from then, all but organizers see "
                                        "the board as it stood")
     thaw_at: datetime | None = Field(None, description="when the final board is published")
     thaw_after_end_s: int | None = Field(None, ge=0, description="thaw_at = ends_at + this")
+
+
+class SystemTestIn(Body):
+    reason: str = Field("", max_length=2000)
 
 
 class DecisionIn(Body):
@@ -325,7 +332,8 @@ def contest_view(contest: Contest) -> dict:
              for name in (*store.CONTEST_TIMES, "unfrozen_at")}
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
-            "teams": contest.teams, "hold_flagged": contest.hold_flagged, **times,
+            "teams": contest.teams, "hold_flagged": contest.hold_flagged,
+            "system_test": contest.system_test, **times,
             "frozen": store.contest_frozen(contest), "state": store.contest_state(contest)}
 
 
@@ -536,6 +544,23 @@ def _routes(app: FastAPI) -> None:
         contest = store.get_contest(s, slug)
         store.unfreeze(contest)
         return contest_view(contest)
+
+    @app.post("/api/contests/{slug}/system-test", status_code=201)
+    def start_system_test(slug: str, s: SessionDep, config: SettingsDep, admin: AdminDep,
+                          body: SystemTestIn | None = None) -> dict:
+        """Judge every row's counted submissions again on fresh secret seeds now (the server
+        starts one by itself when a contest with `system_test` ends); the latest counts."""
+        contest = store.get_contest(s, slug)
+        _, work = store.system_test(s, config, contest, admin, body.reason if body else "")
+        s.commit()
+        broker.publish(config, work)
+        return store.system_test_report(s, contest)
+
+    @app.get("/api/contests/{slug}/system-test")
+    def system_test(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
+        """The latest system test: progress, and per board row rank, total and each problem's
+        score before and after."""
+        return store.system_test_report(s, store.get_contest(s, slug))
 
     @app.get("/api/contests")
     def contests(s: SessionDep) -> list[dict]:

@@ -137,19 +137,22 @@ def broker_counts(config: Settings, queues: set[str]) -> dict[str, int]:
 
 
 def sweep(config: Settings) -> dict:
-    """The janitor: requeue judgings of dead workers and messages the broker lost."""
+    """The janitor: requeue judgings of dead workers and messages the broker lost, and start
+    the system tests of contests that ended."""
     with db.session(config.database_url) as s:
         requeue, failed = store.stale_claims(s, config)
+        started = store.start_due_system_tests(s, config)
         queues = set(s.scalars(select(JudgingRow.queue).distinct()
                                .where(JudgingRow.state == State.QUEUED.value)))
     try:
         counts = broker_counts(config, queues) if queues else {}
     except Exception as exc:
         log.warning("broker unreachable during sweep: %s", exc)
-        return {"requeued": [], "failed": failed, "resent": []}
+        return {"requeued": [], "failed": failed, "resent": [], "system_tests": []}
     with db.session(config.database_url) as s:
         missing = store.unpublished(s, config, counts)
-    ids = {w.judging_id for w in requeue}
-    work = requeue + [w for w in missing if w.judging_id not in ids]
+    ids = {w.judging_id for w in requeue + started}
+    work = requeue + started + [w for w in missing if w.judging_id not in ids]
     sent = publish(config, work)
-    return {"requeued": [w.judging_id for w in requeue], "failed": failed, "resent": sent}
+    return {"requeued": [w.judging_id for w in requeue], "failed": failed, "resent": sent,
+            "system_tests": [w.judging_id for w in started]}

@@ -1,5 +1,5 @@
-"""Client commands of `kjudge` over the REST API: submit, status, rejudge, review, leaderboard,
-export.
+"""Client commands of `kjudge` over the REST API: submit, status, rejudge, review, system-test,
+leaderboard, export.
 
 The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
 HTTP package (or torch) costs.
@@ -162,6 +162,22 @@ def cmd_review(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_system_test(args: argparse.Namespace) -> int:
+    """A contest's system test: start one (`--start`), or its progress and each row before and
+    after."""
+    client, path = _client(args), f"/api/contests/{args.contest}/system-test"
+    report = (client.call("POST", path, body={"reason": args.reason or ""}) if args.start
+              else client.call("GET", path)).json()
+    print(f"system test {report['id']} ({report['reason']}): {report['done']} of "
+          f"{report['total']} judgings done")
+    print(f"{'before':>6} {'after':>6} {'row':<16} {'total before':>12} {'total after':>12}")
+    for row in report["rows"]:
+        before, after = row["before"], row["after"]
+        print(f"{before['rank'] or '-':>6} {after['rank'] or '-':>6} {row['name'][:16]:<16} "
+              f"{before['total']:>12.2f} {after['total']:>12.2f}")
+    return EXIT_OK
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     params = {"contest": args.contest} if args.contest else {}
     board = _client(args).call("GET", "/api/leaderboard", params=params).json()
@@ -226,6 +242,15 @@ def register(sub) -> None:
     rv.add_argument("--undecided", action="store_true", help="only those not decided yet")
     client_args(rv)
     rv.set_defaults(func=cmd_review)
+
+    sy = sub.add_parser("system-test", help="a contest's system test: before and after per row; "
+                        "--start one now (admin)")
+    sy.add_argument("contest")
+    sy.add_argument("--start", action="store_true", help="judge the leaders again now (the "
+                    "server starts one by itself when a contest ends)")
+    sy.add_argument("--reason")
+    client_args(sy)
+    sy.set_defaults(func=cmd_system_test)
 
     lb = sub.add_parser("leaderboard", help="the leaderboard")
     lb.add_argument("--contest")

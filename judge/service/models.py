@@ -136,6 +136,9 @@ class Contest(Base):
     # a result on the review list (`JudgingRow.review`) counts on no board until an organizer
     # clears it
     hold_flagged: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # at its end the janitor judges every row's counted submissions again on fresh secret seeds
+    # (its system test, a Rejudge of kind "system_test"), and the final board counts those
+    system_test: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class Rejudge(Base):
@@ -146,6 +149,13 @@ class Rejudge(Base):
     filters: Mapped[dict] = mapped_column(JSON, default=dict)
     created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    kind: Mapped[str] = mapped_column(String(16), default="rejudge", server_default="rejudge")
+    # a system test's: its contest, the board before it (rows as `results` shows them) and
+    # what it judged again ([row is a team, row name, problem, submission id] each)
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True,
+                                                   index=True)
+    before: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    covered: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class Submission(Base):

@@ -298,8 +298,15 @@ def results_version(s: Session) -> int | None:
     return s.scalar(select(Counter.value).where(Counter.name == RESULTS))
 
 
+REJUDGE_QUEUE, SYSTEM_TEST_QUEUE = ".rejudge", ".systest"  # suffixes of a device's queue
+
+
+def live_queue(queue: str) -> str:
+    return queue.removesuffix(REJUDGE_QUEUE).removesuffix(SYSTEM_TEST_QUEUE)
+
+
 def live_work_waiting(s: Session, queue: str) -> bool:
-    live = queue.removesuffix(".rejudge")
+    live = live_queue(queue)
     return bool(s.scalar(select(func.count(JudgingRow.id)).where(
         JudgingRow.queue == live, JudgingRow.state == QUEUED)))
 
@@ -397,7 +404,7 @@ def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudg
     s.flush()
     work = []
     for submission in submissions:
-        queue = latest_judging(submission).queue.removesuffix(".rejudge") + ".rejudge"
+        queue = live_queue(latest_judging(submission).queue) + REJUDGE_QUEUE
         judging = JudgingRow(submission_id=submission.id, queue=queue, rejudge_id=record.id)
         s.add(judging)
         s.flush()
@@ -409,6 +416,94 @@ def rejudge_progress(s: Session, rejudge_id: int) -> dict:
     judgings = s.scalars(select(JudgingRow).where(JudgingRow.rejudge_id == rejudge_id)).all()
     done = sum(j.state == DONE for j in judgings)
     return {"total": len(judgings), "done": done, "pending": len(judgings) - done}
+
+
+# -- system tests ---------------------------------------------------------------------------
+SYSTEM_TEST = "system_test"  # a Rejudge's kind
+
+
+def latest_system_test(s: Session, contest: Contest) -> Rejudge | None:
+    return s.scalar(select(Rejudge).where(Rejudge.kind == SYSTEM_TEST,
+                                          Rejudge.contest_id == contest.id)
+                    .order_by(Rejudge.id.desc()).limit(1))
+
+
+def system_test(s: Session, settings: Settings, contest: Contest, admin: User,
+                reason: str = "") -> tuple[Rejudge, list[Enqueue]]:
+    """Judge again, on fresh secret seeds, the submission each row counts for each problem (as
+    Codeforces' system tests and GPU MODE's secret-seed rerun do), interleaved (rank by rank,
+    problem by problem) on the contest device's system-test queue, which one worker per device
+    kind drains (`kjudge worker --system-tests`): all leaders timed on one machine. The final
+    board counts, for each row and problem it covered, that submission's new judging only."""
+    board = results(s, contest).board
+    rank = {key_of(row): row["rank"] for row in board["rows"]}
+    best: dict[tuple[bool, str, str], tuple[float, int]] = {}
+    for _, name, team, slug, score, _, submission_id in current_accepted(s, contest):
+        key = (*row_key(contest, name, team), slug)
+        if slug in contest.problems and (key not in best or score > best[key][0]):
+            best[key] = (score, submission_id)  # oldest first: a tie keeps the first
+    order = sorted(best, key=lambda k: (rank.get(k[:2]) or 0, contest.problems.index(k[2])))
+    record = Rejudge(reason=reason or f"system test of {contest.slug}", created_by=admin.id,
+                     filters={"contest": contest.slug}, kind=SYSTEM_TEST, contest_id=contest.id,
+                     before={"rows": [{k: row[k] for k in ("name", "team", "rank", "total",
+                                                           "problems") if k in row}
+                                      for row in board["rows"]]},
+                     covered=[[*key, best[key][1]] for key in order])
+    s.add(record)
+    s.flush()
+    queue = queue_of(settings, contest.device) + SYSTEM_TEST_QUEUE
+    work = []
+    for key in order:
+        judging = JudgingRow(submission_id=best[key][1], queue=queue, rejudge_id=record.id)
+        s.add(judging)
+        s.flush()
+        work.append(Enqueue(judging.id, queue, True))
+    results_changed(s)  # the board counts the covered submissions only from now on
+    return record, work
+
+
+def first_admin(s: Session) -> User | None:
+    return s.scalar(select(User).where(User.role == "admin").order_by(User.id).limit(1))
+
+
+def start_due_system_tests(s: Session, settings: Settings) -> list[Enqueue]:
+    """The janitor's part: the system test of every contest that has ended with one due, on
+    behalf of the first organizer."""
+    admin = first_admin(s)
+    if admin is None:
+        return []
+    tested = select(Rejudge.contest_id).where(Rejudge.kind == SYSTEM_TEST,
+                                              Rejudge.contest_id.is_not(None))
+    due = s.scalars(select(Contest).where(Contest.system_test.is_(True),
+                                          Contest.ends_at.is_not(None),
+                                          Contest.ends_at <= utcnow(),
+                                          Contest.id.not_in(tested))).all()
+    work = []
+    for contest in due:
+        log.info("system test of contest %s: it ended at %s", contest.slug, contest.ends_at)
+        work += system_test(s, settings, contest, admin, f"{contest.slug} ended")[1]
+    return work
+
+
+def system_test_report(s: Session, contest: Contest) -> dict:
+    """The latest system test: its progress, and per board row before and after (rank, total,
+    and each problem's score)."""
+    tested = latest_system_test(s, contest)
+    if tested is None:
+        raise ServiceError(404, f"contest {contest.slug!r} has had no system test (POST "
+                                f"/api/contests/{contest.slug}/system-test starts one)")
+    after = {key_of(row): row for row in results(s, contest).board["rows"]}
+    rows = []
+    for before in tested.before["rows"]:
+        now = after.get(key_of(before)) or {}
+        rows.append({"name": before["name"], "team": before.get("team", False),
+                     "before": {"rank": before["rank"], "total": before["total"]},
+                     "after": {"rank": now.get("rank"), "total": now.get("total", 0.0)},
+                     "problems": {slug: [before["problems"].get(slug),
+                                         (now.get("problems") or {}).get(slug)]
+                                  for slug in contest.problems}})
+    return {"id": tested.id, "reason": tested.reason, "created_at": aware(tested.created_at),
+            **rejudge_progress(s, tested.id), "rows": rows}
 
 
 # -- problem statistics ---------------------------------------------------------------------
@@ -516,7 +611,8 @@ def counts_on_boards():
 
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
                      cuts: tuple[tuple[int, datetime], ...] = ()):
-    """(user id, user name, team, problem slug, score, submitted at) of every submission whose
+    """(user id, user name, team, problem slug, score, submitted at, submission id) of every
+    submission whose
     current judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
     leaderboard and the problem list count; only those made before `before`, and none of a
     frozen contest's since its freeze (`cuts`). One aggregate query over the judgings, instead
@@ -527,7 +623,7 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
                      func.max(JudgingRow.id).label("any"))
               .where(done).group_by(JudgingRow.submission_id).subquery())
     query = (select(User.id, User.name, User.team, ProblemRow.slug, JudgingRow.score,
-                    Submission.created_at)
+                    Submission.created_at, Submission.id)
              .select_from(latest)
              .join(JudgingRow, JudgingRow.id == func.coalesce(latest.c.real, latest.c.any))
              .join(Submission, Submission.id == latest.c.submission_id)
@@ -617,7 +713,8 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     frozen = contest is not None and any(cid == contest.id for cid, _ in cuts)
     # a frozen board counts the submissions pending since the freeze: new ones change it too
     newest = s.scalar(select(func.max(Submission.id))) if frozen else None
-    key = (results_version(s), problems, window, cuts, newest)
+    tested = latest_system_test(s, contest) if contest is not None else None
+    key = (results_version(s), problems, window, cuts, newest, tested.id if tested else None)
     cache_key = (str(s.get_bind().url), contest.id if contest else None, live)
     with _RESULTS_LOCK:
         cached = _RESULTS.get(cache_key)
@@ -625,7 +722,9 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
         return cached
     accepted = current_accepted(s, contest, cuts=() if frozen else cuts,
                                 before=aware(contest.freeze_at) if frozen else None)
-    computed = _compute_results(key, contest, list(problems), accepted)
+    covered = ({(bool(is_team), name, slug): submission_id
+                for is_team, name, slug, submission_id in tested.covered} if tested else None)
+    computed = _compute_results(key, contest, list(problems), accepted, covered)
     if frozen:
         computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
         pending = pending_since(s, contest)
@@ -646,26 +745,30 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
 
 
 def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
-                     accepted) -> Results:
+                     accepted, covered: dict | None = None) -> Results:
     """Per row (a user, or a team in a contest ranked by teams): best valid AC score per
     problem (across languages and members), total, rank, and for the leading rows the total
     over time.
 
     Correctness is a hard gate: only AC judgings count. Ties on the total are broken by the time
-    the total was first reached (the latest of the per-problem first-best times).
+    the total was first reached (the latest of the per-problem first-best times). After a
+    system test (`covered`: (row is a team, row name, problem) -> the submission it judged
+    again), a row's problem counts that submission only.
     """
     best: dict[RowKey, dict[str, tuple[float, datetime]]] = {}
     members: dict[RowKey, set[str]] = {}
     series: dict[RowKey, list] = {}
     solvers: dict[str, set[int]] = {}
     by_user: dict[int, dict[str, float]] = {}
-    for user_id, name, team, slug, score, created_at in accepted:
+    for user_id, name, team, slug, score, created_at, submission_id in accepted:
+        row = row_key(contest, name, team)
+        if covered is not None and covered.get((*row, slug), submission_id) != submission_id:
+            continue
         solvers.setdefault(slug, set()).add(user_id)
         mine = by_user.setdefault(user_id, {})
         mine[slug] = max(mine.get(slug, 0.0), score)
         if slug not in problems:
             continue
-        row = row_key(contest, name, team)
         members.setdefault(row, set()).add(name)
         per_row = best.setdefault(row, {})
         previous = per_row.get(slug)

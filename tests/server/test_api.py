@@ -281,3 +281,28 @@ def test_a_change_is_committed_before_its_answer_is_sent(api):
         event.remove(Session, "after_commit", committed)
     assert made.status_code == 201
     assert order[:2] == ["commit", "answer"], order
+
+
+def test_an_organizer_starts_a_system_test_and_reads_before_and_after(api):
+    admin = auth(api, "admin")
+    api.post("/api/contests", json={"slug": "c1", "title": "C1", "problems": ["vector_add"]},
+             headers=admin)
+    assert api.get("/api/contests").json()[0]["system_test"] is True
+    assert api.get("/api/contests/c1/system-test", headers=admin).status_code == 404
+    first, second = post_submission(api, contest="c1").json(), post_submission(
+        api, who="bob", contest="c1").json()
+    finish(api, first["judging_id"], score=150.0)
+    finish(api, second["judging_id"], score=120.0)
+    assert api.post("/api/contests/c1/system-test", headers=auth(api, "alice")).status_code == 403
+    started = api.post("/api/contests/c1/system-test", json={"reason": "end of round"},
+                       headers=admin)
+    assert started.status_code == 201 and started.json()["total"] == 2
+    queued = api.get(f"/api/submissions/{first['id']}/judgings", headers=admin).json()
+    finish(api, queued[-1]["judging_id"], score=100.0)  # alice's lead does not survive
+    queued = api.get(f"/api/submissions/{second['id']}/judgings", headers=admin).json()
+    finish(api, queued[-1]["judging_id"], score=125.0)
+    report = api.get("/api/contests/c1/system-test", headers=admin).json()
+    assert report["reason"] == "end of round" and report["done"] == 2
+    assert [(r["name"], r["before"]["rank"], r["after"]["rank"]) for r in report["rows"]] == [
+        ("alice", 1, 2), ("bob", 2, 1)]
+    assert _board(api, "c1") == {"bob": 125.0, "alice": 100.0}

@@ -292,7 +292,7 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
         current = store.current_judging(submission)
         if current is not None and current.verdict == "AC":
             expected.add((submission.user.name, round(current.score, 9)))
-    got = {(name, round(score, 9)) for _uid, name, _team, _slug, score, _at in
+    got = {(name, round(score, 9)) for _uid, name, _team, _slug, score, _at, _id in
            store.current_accepted(s)}
     assert got == expected and expected
 
@@ -344,3 +344,77 @@ def test_a_contests_language_list_narrows_the_problems_and_an_empty_one_does_not
     with pytest.raises(store.ServiceError, match="allowed: triton"):
         submit(s, config, world["alice"], contest_slug="python-only")
     submit(s, config, world["alice"], contest_slug="open")  # cpp, as the problem allows
+
+
+def _contest_with_results(s, config, world, **fields):
+    """A running contest: alice 80 then 120 on vector_add; bob 100 on vector_add and on softmax.
+    Returns the contest and the submissions by name."""
+    s.add(Contest(slug="final", title="Final", problems=["vector_add", "softmax"], **fields))
+    s.commit()
+    made = {}
+    for name, user, problem, score in (("alice80", "alice", "vector_add", 80),
+                                       ("alice120", "alice", "vector_add", 120),
+                                       ("bob_add", "bob", "vector_add", 100),
+                                       ("bob_softmax", "bob", "softmax", 100)):
+        submission, work = submit(s, config, world[user], problem=problem, contest_slug="final")
+        finish_with(s, work.judging_id, "AC", score)
+        made[name] = submission
+    return store.get_contest(s, "final"), made
+
+
+def test_a_system_test_judges_each_rows_counted_submissions_again_and_the_board_counts_those(
+        s, config, world):
+    contest, made = _contest_with_results(s, config, world)
+    record, work = store.system_test(s, config, contest, world["admin"])
+    s.commit()
+    judgings = [s.get(JudgingRow, w.judging_id) for w in work]
+    # each row's counted submission per problem, the leader's first, problem by problem
+    assert [j.submission_id for j in judgings] == [made[n].id for n in
+                                                   ("bob_add", "bob_softmax", "alice120")]
+    assert {w.queue for w in work} == {f"{config.queue_prefix}.cpu.systest"}
+    assert all(w.rejudge and j.rejudge_id == record.id for w, j in zip(work, judgings))
+    board = store.results(s, contest).board  # until they end, the earlier judgings count
+    assert {r["name"]: r["total"] for r in board["rows"]} == {"bob": 200, "alice": 120}
+    # alice's 120 fails on the fresh seeds: her 80, not judged again, does not step in
+    for judging, (verdict, score) in zip(judgings, (("AC", 90), ("AC", 100), ("WA", 0))):
+        finish_with(s, judging.id, verdict, score)
+    board = store.results(s, contest).board
+    assert {r["name"]: r["total"] for r in board["rows"]} == {"bob": 190}
+    report = store.system_test_report(s, contest)
+    assert report["done"] == report["total"] == 3
+    rows = {r["name"]: r for r in report["rows"]}
+    assert rows["bob"]["before"] == {"rank": 1, "total": 200}
+    assert rows["bob"]["after"] == {"rank": 1, "total": 190}
+    assert rows["bob"]["problems"] == {"vector_add": [100, 90], "softmax": [100, 100]}
+    assert rows["alice"]["after"] == {"rank": None, "total": 0.0}
+    assert rows["alice"]["problems"]["vector_add"] == [120, None]
+    assert store.results(s).board != board  # the board outside the contest is not narrowed
+    assert {r["name"]: r["total"] for r in store.results(s).board["rows"]}["alice"] == 80
+
+
+def test_the_janitor_starts_a_system_test_once_when_a_contest_ends(s, config, world):
+    contest, _ = _contest_with_results(s, config, world)
+    assert store.start_due_system_tests(s, config) == []  # no end set: never due
+    contest.ends_at = utcnow()  # after its submissions
+    s.add(Contest(slug="quiet", title="Quiet", problems=["vector_add"], system_test=False,
+                  ends_at=utcnow()))
+    s.commit()
+    started = store.start_due_system_tests(s, config)
+    s.commit()
+    assert len(started) == 3 and store.latest_system_test(s, contest).reason == "final ended"
+    assert store.latest_system_test(s, store.get_contest(s, "quiet")) is None
+    assert store.start_due_system_tests(s, config) == []  # once
+    with pytest.raises(store.ServiceError) as info:
+        store.system_test_report(s, store.get_contest(s, "quiet"))
+    assert info.value.status == 404 and "system-test" in info.value.message
+
+
+def test_system_test_judgings_defer_to_live_submissions_and_are_drained_by_one_worker(config):
+    from judge.service.admin import queues_for
+
+    assert store.live_queue("judge.cpu.systest") == store.live_queue("judge.cpu.rejudge") == (
+        "judge.cpu")
+    plain = queues_for(config, "judge.cpu", None)
+    assert plain == ["judge.cpu", "judge.cpu.rejudge"]
+    assert queues_for(config, "judge.cpu", None, system_tests=True) == [*plain,
+                                                                       "judge.cpu.systest"]
