@@ -257,9 +257,29 @@ def finish(s: Session, judging_id: int, token: str, result: JudgeResult) -> bool
     done = holds(s, judging_id, token, state=DONE, finished_at=utcnow(),
                  **record_columns(result))
     if done:
+        _carry_decision(s, s.get(JudgingRow, judging_id), result)
         results_changed(s)
         metrics.observe(s, result.phases, result.wall_s)
     return done
+
+
+def _carry_decision(s: Session, judging: JudgingRow, result: JudgeResult) -> None:
+    """A rejudge (a system test) is reviewed afresh, except where an organizer already decided
+    on the same submission: a disqualification stands, and a clearance covers the new holds
+    when it covered the same findings (a source's KernelGuard hits; not a new measurement's)."""
+    earlier = s.scalars(select(JudgingRow).where(
+        JudgingRow.submission_id == judging.submission_id, JudgingRow.id != judging.id,
+        JudgingRow.decision.is_not(None)).order_by(JudgingRow.id.desc())).first()
+    if earlier is None:
+        return
+    seen = {(h["by"], h["what"]) for h in (earlier.record or {}).get("holds") or []}
+    if earlier.decision == DISQUALIFIED or (
+            result.needs_review and earlier.decision == CLEARED
+            and {(h["by"], h["what"]) for h in result.holds} <= seen
+            and all(h.get("test") is None for h in result.holds)):
+        judging.decision, judging.decided_by = earlier.decision, earlier.decided_by
+        judging.decided_at = utcnow()
+        judging.decision_note = f"carried from judging {earlier.id}"
 
 
 def queue_summary(s: Session) -> dict[str, dict]:

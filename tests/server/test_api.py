@@ -306,3 +306,33 @@ def test_an_organizer_starts_a_system_test_and_reads_before_and_after(api):
     assert [(r["name"], r["before"]["rank"], r["after"]["rank"]) for r in report["rows"]] == [
         ("alice", 1, 2), ("bob", 2, 1)]
     assert _board(api, "c1") == {"bob": 125.0, "alice": 100.0}
+
+
+def test_a_decision_carries_to_a_rejudge_only_for_the_same_source_findings_or_a_dq(api):
+    admin = auth(api, "admin")
+    guard = {"by": "kernelguard 0.3.2", "what": "TIMER_MONKEYPATCH: torch.cuda.Event "
+             "reassigned", "test": None, "line": 15}
+    cleared, banned = post_submission(api).json(), post_submission(api, who="bob").json()
+    _finish_flagged(api, cleared["judging_id"], 300.0, [guard])
+    _finish_flagged(api, banned["judging_id"], 200.0, [guard])
+    for made, decision in ((cleared, "cleared"), (banned, "disqualified")):
+        api.post(f"/api/review/{made['judging_id']}", json={"decision": decision},
+                 headers=admin)
+    assert _board(api) == {"alice": 300.0}
+
+    def rejudge_with(made, holds):
+        api.post("/api/rejudge", json={"reason": "again", "submission_ids": [made["id"]]},
+                 headers=admin)
+        judgings = api.get(f"/api/submissions/{made['id']}/judgings", headers=admin).json()
+        _finish_flagged(api, judgings[-1]["judging_id"], 300.0 if made is cleared else 200.0,
+                        holds)
+        return judgings[-1]["judging_id"]
+
+    carried = rejudge_with(cleared, [guard])  # the same source's same finding: still cleared
+    rejudge_with(banned, [])  # clean this time, but disqualified stays disqualified
+    listed = {r["judging_id"]: r for r in api.get("/api/review", headers=admin).json()}
+    assert listed[carried]["decision"] == "cleared"
+    assert "carried from judging" in listed[carried]["decision_note"]
+    assert _board(api) == {"alice": 300.0}
+    rejudge_with(cleared, [guard, CHARGED])  # a new measurement's finding: reviewed afresh
+    assert _board(api) == {}

@@ -654,13 +654,35 @@ async function adminPage() {
       (contests.map((c) => `<tr data-contest="${esc(c.slug)}"><td>${esc(c.title)} <span class="muted">${esc(c.slug)}</span></td>
         <td>${esc(c.state.replace("_", " "))}</td><td>${c.public ? "public" : "signed-in users"}${c.teams ? ", by team" : ""}</td>
         <td>${c.frozen ? "<b>frozen</b> since " : ""}${when(c.freeze_at)}</td><td>${c.unfrozen_at ? `published ${when(c.unfrozen_at)}` : when(c.thaw_at)}</td>
-        <td>${c.frozen ? `<button data-unfreeze="${esc(c.slug)}">Publish the final board</button>` : ""}</td></tr>`).join("")
-      || '<tr><td colspan="6" class="muted">no contests</td></tr>');
+        <td>${c.frozen ? `<button data-unfreeze="${esc(c.slug)}">Publish the final board</button>` : ""}
+          <button class="secondary" data-systest="${esc(c.slug)}" title="judge every row's counted submissions again on fresh seeds (runs by itself when the contest ends${c.system_test ? "" : ": off for this contest"})">System test</button>
+          <button class="secondary" data-systest-show="${esc(c.slug)}">Before / after</button></td></tr>`).join("")
+      || '<tr><td colspan="6" class="muted">no contests</td></tr>') + '<tr><td colspan="6" id="systest"></td></tr>';
     for (const button of view().querySelectorAll("[data-unfreeze]")) {
       button.onclick = async () => {
         await api(`/api/contests/${encodeURIComponent(button.dataset.unfreeze)}/unfreeze`, { method: "POST" });
         await loadContests();
       };
+    }
+    const showSystemTest = async (slug, start) => {
+      try {
+        const path = `/api/contests/${encodeURIComponent(slug)}/system-test`;
+        const r = await api(path, start ? { method: "POST", body: {} } : {});
+        const score = (v) => v == null ? "–" : num(v);
+        $("#systest").innerHTML = `<p>System test ${r.id} of ${esc(slug)} (${esc(r.reason)}): ${r.done} of ${r.total} judgings done</p>
+          <table><tr><th>row</th><th class="num">rank before</th><th class="num">rank after</th>
+          <th class="num">total before</th><th class="num">total after</th><th>per problem (before → after)</th></tr>
+          ${r.rows.map((row) => `<tr><td>${esc(row.name)}</td><td class="num">${row.before.rank ?? "–"}</td>
+            <td class="num">${row.after.rank ?? "–"}</td><td class="num">${num(row.before.total)}</td>
+            <td class="num">${num(row.after.total)}</td><td>${Object.entries(row.problems).map(([p, [b, a]]) =>
+              `${esc(p)} ${score(b)} → ${score(a)}`).join("; ")}</td></tr>`).join("")}</table>`;
+      } catch (e) { $("#systest").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+    };
+    for (const button of view().querySelectorAll("[data-systest]")) {
+      button.onclick = () => showSystemTest(button.dataset.systest, true);
+    }
+    for (const button of view().querySelectorAll("[data-systest-show]")) {
+      button.onclick = () => showSystemTest(button.dataset.systestShow, false);
     }
   };
   $("#import-file").onchange = async () => {
