@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROBLEMS, ROOT
-from tests.server.stack import Stack
+from tests.server.stack import Stack, wait_for
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -310,3 +310,72 @@ def test_a_frozen_board_seen_by_a_visitor_a_contestant_and_the_organizer(browser
     visitor.wait_for_selector("#board tr:has-text('ben')")
     assert visitor.locator("#frozen-note").count() == 0
     assert visitor.errors == [] and contestant.errors == [] and organizer.errors == []
+
+
+TIMER_SWAP = '''import torch
+
+
+class FakeEvent:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def record(self, *args):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.001
+
+
+torch.cuda.Event = FakeEvent
+
+
+def run_kernel(a, b, c, n):
+    c.copy_(a + b)
+'''
+
+
+def test_an_organizer_clears_a_held_result_and_system_tests_the_contest(browser, stack):
+    """A timer swap KernelGuard holds: off the public board, "held" to its author; the review
+    list says what and at which line, one click clears it; then the contest's system test
+    judges it again (the clearance carries: the same source finding) and shows before/after."""
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "held", "title": "Held Cup", "problems": ["vector_add"], "public": True})
+    assert made.status_code == 201, made.text
+    cal = stack.token_for("cal")
+    sent = stack.call("POST", "/api/submissions", cal, json={
+        "problem": "vector_add", "language": "torch", "source": TIMER_SWAP, "contest": "held"})
+    assert sent.status_code == 202, sent.text
+    sid = sent.json()["id"]
+    assert stack.verdict(cal, sid, timeout=240)["verdict"] == "AC"
+    visitor = new_page(browser)
+    visitor.goto(stack.url + "/#/leaderboard?contest=held")
+    visitor.wait_for_selector("#board")
+    assert visitor.locator("#board tr:has-text('cal')").count() == 0  # held
+    author = sign_in(browser, stack, cal)
+    author.goto(stack.url + f"/#/submissions/{sid}")
+    author.wait_for_selector("#held")
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.goto(stack.url + "/#/admin")
+    row = organizer.locator(f"#review tr[data-id='{sid}']")
+    row.wait_for()
+    assert "line 15" in row.locator(".holds").inner_text()  # torch.cuda.Event = FakeEvent
+    shot(organizer, "review-list")
+    row.locator("[data-decide='cleared']").click()
+    organizer.wait_for_selector(f"#review tr[data-id='{sid}'] .decision")
+    visitor.reload()
+    visitor.wait_for_selector("#board tr:has-text('cal')")
+    organizer.click("[data-systest='held']")
+    organizer.wait_for_selector("#systest table")
+
+    def tested():
+        organizer.click("[data-systest-show='held']")
+        organizer.wait_for_timeout(500)
+        return "1 of 1 judgings done" in organizer.inner_text("#systest")
+
+    wait_for(tested, 240, "the system test")
+    cells = organizer.locator("#systest tr:has-text('cal') td").all_inner_texts()
+    assert cells[1] == "1" and cells[2] == "1", cells  # rank before and after: the same
+    shot(organizer, "system-test")
+    visitor.reload()
+    visitor.wait_for_selector("#board tr:has-text('cal')")
+    assert visitor.errors == [] and author.errors == [] and organizer.errors == []
