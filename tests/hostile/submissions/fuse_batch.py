@@ -1,0 +1,33 @@
+# expect: AC
+# problem: softmax
+# timing: yes
+# backends: bwrap
+# control: baseline.py
+# flag: charged
+# threat: batch fusion by introspection (new with batches): the harness's frames hold the timed batch's input sets, all written before it starts, so the first call computes every call's softmax in one operator and the later calls return at once; the outputs are right and the per-call overhead is paid once a batch. It does not pay on the CPU (0.34-0.37x against the baseline's own 0.86x under load here: the frame walk and the concatenation cost more than they save), and the reported times, one long call and many empty ones, are short of the judge's clock: flagged and held
+import sys
+
+import torch
+
+
+def _batch():
+    frame = sys._getframe(2)
+    while frame is not None:
+        batch = frame.f_locals.get("batch")
+        if isinstance(batch, list) and len(batch) > 1 and hasattr(batch[0], "outputs"):
+            return batch
+        frame = frame.f_back
+    return None
+
+
+def run_kernel(x, y, rows, cols):
+    batch = _batch()
+    if batch is None:
+        torch.softmax(x, dim=1, out=y)
+        return
+    first = batch[0].inputs["x"]
+    if x.data_ptr() != first.data_ptr():
+        return  # written by the batch's first call
+    out = torch.softmax(torch.cat([s.inputs["x"] for s in batch]), dim=1)
+    for done, part in zip(batch, out.split(rows)):
+        done.outputs["y"].copy_(part)
