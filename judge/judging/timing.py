@@ -37,6 +37,7 @@ between reply and freeze, which the judge's clock does not cover, included.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import random
@@ -44,6 +45,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -254,6 +256,14 @@ Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
+@functools.cache
+def _drawers() -> tuple[ThreadPoolExecutor, int]:
+    """Threads that draw a round's sets, one per CPU of the judge (torch releases the GIL in
+    its generators; each set has a generator of its own), and how many."""
+    threads = len(os.sched_getaffinity(0))
+    return ThreadPoolExecutor(threads, "kjudge-draw"), threads
+
+
 class FreshRounds:
     """The rounds of one test point: fresh inputs for every call of the round's batches and
     poisoned outputs before each round, outputs read after each contender's turn, and a
@@ -268,8 +278,10 @@ class FreshRounds:
     A round's inputs are drawn when it begins, while both contenders are frozen, never during
     a timed turn: drawn meanwhile on the judge's own CPU, they slowed this VM's turns (its two
     vCPUs share more than they show) and the paired ratio of one round's two batches varied by
-    10-130 % instead of 2-7 %, so that every point ran to its time cap (bench/ahead_drawing.md
-    in BENCHMARKS.md). No contender sees a round's inputs before it begins.
+    10-130 % instead of 2-7 %, so that every point ran to its time cap (BENCHMARKS.md, "Drawing
+    during the turns"). With the contenders frozen every CPU is free: the calls' sets are drawn
+    on all of them at once (drawing is most of a round's cost for large inputs, ~4 ms per
+    million normal floats here). No contender sees a round's inputs before it begins.
     """
 
     def __init__(self, draw: Callable[[int, int], object], write: Callable[[object, int], None],
@@ -292,7 +304,12 @@ class FreshRounds:
     def begin(self, calls: int = 1) -> None:
         """Start a round of batches of up to `calls` calls (both contenders frozen)."""
         index, self.rounds, self.calls = self.rounds, self.rounds + 1, calls
-        drawn = [self.draw(index, slot) for slot in range(calls)]
+        drawers, threads = _drawers()
+        parts = min(calls, threads)  # a part per thread: a task costs ~50 us
+        bounds = [calls * part // parts for part in range(parts + 1)]
+        drawn = [values for part in drawers.map(
+            lambda b: [self.draw(index, slot) for slot in range(*b)], zip(bounds, bounds[1:]))
+            for values in part]
         with on_cpus(self.cpus):
             for slot, values in enumerate(drawn):
                 self.write(values, slot)
