@@ -747,7 +747,7 @@ class JudgingRun:
         floor = timing_loop.Floor.of(samples["baseline"])
         report.floor_ms = floor.empty_call_ms
         report.batch_calls = statistics.median(samples["submission"].calls)
-        charge = timing_loop.charge(samples["submission"], samples["baseline"])
+        charge = timing_loop.charge(samples["submission"], samples["baseline"], floor)
         self._fill_timing(report, test, charge,
                           scoring.Stats.of(samples["submission"].per_call(floor)),
                           scoring.Stats.of(samples["baseline"].per_call(floor)))

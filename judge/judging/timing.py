@@ -216,8 +216,10 @@ def _mean_excess(values: list[float], reference: list[float]) -> tuple[float, fl
     return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
 
 
-def charge(sub: Samples, base: Samples) -> Charge:
-    floor = Floor.of(base)
+def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
+    """What the submission's calls are charged (see Charge), with the floors measured in the
+    baseline's harness (`floor`: Floor.of(base), where the caller has it already)."""
+    floor = floor or Floor.of(base)
     sub_clock, base_clock = sub.per_call(floor), base.per_call(floor)
     clock, reported = statistics.median(sub_clock), statistics.median(sub.reported)
     calls = statistics.median(sub.calls)

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import PROBLEMS, ROOT
 from tests.server.stack import Stack, wait_for
+from tests.test_guard import TIMER_SWAP
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -310,28 +311,6 @@ def test_a_frozen_board_seen_by_a_visitor_a_contestant_and_the_organizer(browser
     visitor.wait_for_selector("#board tr:has-text('ben')")
     assert visitor.locator("#frozen-note").count() == 0
     assert visitor.errors == [] and contestant.errors == [] and organizer.errors == []
-
-
-TIMER_SWAP = '''import torch
-
-
-class FakeEvent:
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def record(self, *args):
-        pass
-
-    def elapsed_time(self, other):
-        return 0.001
-
-
-torch.cuda.Event = FakeEvent
-
-
-def run_kernel(a, b, c, n):
-    c.copy_(a + b)
-'''
 
 
 def test_an_organizer_clears_a_held_result_and_system_tests_the_contest(browser, stack):
