@@ -93,8 +93,8 @@ class Excess:
         self.seen: list[float] = []
         self._charge = timing.charge
 
-        def charge(sub, base):
-            result = self._charge(sub, base)
+        def charge(sub, base, floor=None):
+            result = self._charge(sub, base, floor)
             self.seen.append(result.time_excess_ms)
             return result
 
@@ -146,9 +146,10 @@ def main() -> None:
         f"{time.monotonic() - started:.0f} s, with `python bench/cpu_timing.py --runs "
         f"{args.runs} --sandbox {args.sandbox}`.",
         "",
-        "Floor: an empty C++ `run_kernel` judged like any submission (cache flushed before "
-        "every call by the judge's own process, the call timed by the harness's monotonic clock "
-        f"around it). The harness's calibrated empty Python call: {floor * 1000:.2f} µs.",
+        "Floor: an empty C++ `run_kernel` judged like any submission (cache flushed by the "
+        "judge's own process before every batch of calls, each call on its own fresh inputs, "
+        "the batch timed by the judge's clock). The harness's calibrated empty Python call: "
+        f"{floor * 1000:.2f} µs.",
         "",
         *table,
         "",
