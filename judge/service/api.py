@@ -341,6 +341,7 @@ def _configure(s: Session, contest: Contest, fields: dict) -> None:
     for slug in fields.get("problems") or []:
         store.get_problem(s, slug)
     store.configure_contest(contest, fields)
+    store.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
 
 
 def _routes(app: FastAPI) -> None:

@@ -632,9 +632,9 @@ def counts_on_boards():
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
                      cuts: tuple[tuple[int, datetime], ...] = ()):
     """(user id, user name, team, problem slug, score, submitted at, submission id) of every
-    submission whose
-    current judging (see `current_judging`, the same rule in SQL) is AC, oldest first: what the
-    leaderboard and the problem list count; only those made before `before`, and none of a
+    submission whose current judging (see `current_judging`, the same rule in SQL) is AC and
+    counts on boards (`counts_on_boards`), oldest first: what the leaderboard and the problem
+    list count; only those made before `before`, and none of a
     frozen contest's since its freeze (`cuts`). One aggregate query over the judgings, instead
     of loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
     done = JudgingRow.state == DONE
