@@ -583,6 +583,9 @@ def _routes(app: FastAPI) -> None:
                 "speedup": current.speedup if current else None,
                 "time_ms": current.time_ms if current else None,
                 "judging": current.id if current else None,
+                # on the review list, and the organizers' decision (None: held, if flagged)
+                "review": current.review if current else None,
+                "decision": current.decision if current else None,
             })
         if format == "csv":
             buffer = io.StringIO()

@@ -234,6 +234,9 @@ def test_a_flagged_result_counts_on_no_board_until_an_organizer_clears_it(api):
     api.post(f"/api/review/{outside['judging_id']}", json={"decision": "disqualified"},
              headers=admin)
     assert _board(api) == {"alice": 900.0}  # bob's counts nowhere
+    exported = {r["submission"]: r for r in api.get("/api/export", headers=admin).json()}
+    assert (exported[outside["id"]]["review"], exported[outside["id"]]["decision"]) == (
+        True, "disqualified")
     rejudged = api.post("/api/rejudge", json={"reason": "new judge", "submission_ids": [
         forged["id"]]}, headers=admin).json()
     judgings = api.get(f"/api/submissions/{forged['id']}/judgings", headers=admin).json()
