@@ -84,3 +84,38 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     assert "under the empty call's floor" in cpu.result.flags[-1]
     assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004  # within the margin: no flag
     assert len(cpu.result.flags) == 1 and [h["by"] for h in cpu.result.holds] == ["floor"]
+
+
+def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_floor():
+    """Holding a result off the boards needs more than a flag: an honest PyTorch `c.copy_(a +
+    b)` left 8 % of its calls' time out of its report beyond the baseline's gap (flagged, and
+    held on the old code in two judgings of three); forged timers leave 40-100 %."""
+    from types import SimpleNamespace
+
+    from judge.host.device import DeviceInfo
+    from judge.judging.pipeline import JudgingRun
+    from judge.judging.record import JudgeResult, TestReport
+    from judge.judging.timing import Charge
+    from judge.problem.schema import load_problem
+    from tests.conftest import PROBLEMS
+
+    problem = load_problem(PROBLEMS / "vector_add")
+    test = next(t for t in problem.tests if t.params.get("n") == 100003)
+    stats = scoring.Stats.of([0.1, 0.1, 0.1])
+
+    def judged(charge: Charge, floor_ms: float = 0.002) -> JudgeResult:
+        run = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
+                              result=JudgeResult("vector_add", "v", "x"))
+        for name in ("roofline_ms", "_physical", "_hold"):
+            setattr(run, name, lambda *a, name=name: getattr(JudgingRun, name)(run, *a))
+        JudgingRun._fill_timing(run, TestReport(test.name, floor_ms=floor_ms), test, charge,
+                                stats, stats)
+        return run.result
+
+    honest = judged(Charge(0.1128, 0.0858, 0.0086, True))
+    assert honest.flags and not honest.holds and not honest.needs_review
+    forged = judged(Charge(0.1, 0.05, 0.045, True))
+    assert [h["by"] for h in forged.holds] == ["clock"] and forged.needs_review
+    under = judged(Charge(0.003, 0.0001, 0.0001, False))  # short of the floor, not significant
+    assert [h["by"] for h in under.holds] == ["clock"]
+    assert not judged(Charge(0.1, 0.098, 0.002, False)).flags  # within the noise: nothing

@@ -71,6 +71,12 @@ IMPLAUSIBLE_SPEEDUP = 10.0
 # is also flagged for organizers (an honest call that blocks, e.g. sleeps, leaves the process cold
 # for its reply: a few percent of excess, charged but not worth a look).
 FLAGGED_EXCESS = 0.1
+# A flagged excess that is also this fraction of the time charged, beyond the baseline's own
+# gap between clock and report, holds the result for review (item 3 of issue 28): an honest
+# PyTorch `c.copy_(a + b)` showed 8 % (work of its harness's call path that its report leaves
+# out and the baseline's does not), flagged in two judgings of three at 100k elements; forged
+# timers show 40-100 %. A report under the empty call's floor is held whatever its size.
+HELD_EXCESS = 0.25
 # Host memory a JIT compile may add to a harness (TileLang: TVM's lowering and nvcc, ~0.5 GB
 # each for the bundled templates, bench/tilelang_jit_memory.py), on top of the problem's limit.
 JIT_COMPILER_MB = 2048
@@ -857,10 +863,14 @@ class JudgingRun:
         under_floor = bool(report.floor_ms) and (
             charge.reported_ms < (1 - timing_loop.PHYSICS_MARGIN) * report.floor_ms)
         if (charge.forged or under_floor) and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
-            self._hold("clock", test,
-                       f"charged {charge.ms - charge.reported_ms:.3f} ms per call more than "
-                       f"the {charge.reported_ms:.4f} ms reported (the judge's clock or the "
-                       "run's CPU time saw it outside the measured call)")
+            what = (f"charged {charge.ms - charge.reported_ms:.3f} ms per call more than the "
+                    f"{charge.reported_ms:.4f} ms reported (the judge's clock or the run's CPU "
+                    "time saw it outside the measured call)")
+            beyond_baseline = charge.time_excess_ms + charge.ms - charge.clock_ms
+            if under_floor or beyond_baseline > HELD_EXCESS * charge.ms:
+                self._hold("clock", test, what)
+            else:
+                self.result.flags.append(f"{test.name}: {what}")
         report.rel_spread, report.rse, report.baseline_rse = sub.iqr_rel, sub.rse, base.rse
         report.reported_ms = charge.reported_ms
         report.clock_excess_ms = charge.time_excess_ms
