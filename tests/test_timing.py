@@ -412,3 +412,23 @@ def test_the_operator_recorder_pays_torchs_lazy_imports_before_contestant_code()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_the_drawing_threads_are_each_processs_own():
+    """A worker forks its pool's processes: a thread pool made before a fork has no threads in
+    the child, where a round's draw would wait forever."""
+    import os
+
+    from judge.judging import timing
+
+    pool, _ = timing._drawers()
+    assert pool.submit(lambda: 1).result(timeout=5) == 1
+    pid = os.fork()
+    if pid == 0:  # the child: exit at once, whatever happens
+        try:
+            child_pool, _ = timing._drawers()
+            os._exit(0 if child_pool.submit(lambda: 42).result(timeout=5) == 42 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

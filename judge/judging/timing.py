@@ -258,12 +258,17 @@ Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
-@functools.cache
 def _drawers() -> tuple[ThreadPoolExecutor, int]:
     """Threads that draw a round's sets, one per CPU of the judge (torch releases the GIL in
-    its generators; each set has a generator of its own), and how many."""
+    its generators; each set has a generator of its own), and how many: this process's own
+    (a pool made before a fork has no threads in the child)."""
+    return _drawers_of(os.getpid())
+
+
+@functools.cache
+def _drawers_of(pid: int) -> tuple[ThreadPoolExecutor, int]:
     threads = len(os.sched_getaffinity(0))
-    return ThreadPoolExecutor(threads, "kjudge-draw"), threads
+    return ThreadPoolExecutor(threads, f"kjudge-draw-{pid}"), threads
 
 
 class FreshRounds:
