@@ -101,6 +101,9 @@ def test_cpu_time_outside_the_clock_is_charged():
     assert moved.charged_cpu and moved.ms == pytest.approx(0.5 + unseen / calls, rel=0.03)
 
 
+KEEP_2 = {"submission": 2, "baseline": 2}
+
+
 class _Outputs:
     """Stands in for a contender's shared outputs: what it 'wrote' in the current round."""
 
@@ -112,6 +115,9 @@ class _Outputs:
 
     def snapshot(self, slot=0) -> bytes:
         return f"{self.round}.{slot}".encode()
+
+    def unwritten(self, slots, samples, generator):
+        return []
 
 
 def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path):
@@ -127,7 +133,7 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     for trial in range(trials):
         outputs = {"submission": _Outputs(), "baseline": _Outputs()}
         fresh = FreshRounds(lambda index, slot: index, lambda drawn, slot: None, outputs,
-                            tmp_path / str(trial), keep)
+                            tmp_path / str(trial), dict.fromkeys(outputs, keep))
         for _ in range(rounds):
             fresh.begin(3)
             for role in outputs:
@@ -140,6 +146,47 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     expected = trials * keep / (rounds * 3)
     assert len(counts) == rounds * 3
     assert all(abs(n - expected) < 0.25 * expected for n in counts.values()), counts
+
+
+def test_every_timed_call_that_left_its_outputs_poisoned_is_checked(tmp_path):
+    """The draw checks few calls where outputs are large (8 of vector_add's 4 MB point): a run
+    that skipped the work in one call in sixteen there escaped 60 % of the time. Every call's
+    outputs are sampled for the poison: a call left unwritten is checked whatever the draw, at
+    any rate (here one call of 160), and a partly written one too; fully written ones are not."""
+    from judge.judging.shared import SharedTensors
+    from judge.judging.timing import MAX_SUSPECTS, FreshRounds
+
+    outputs = {"submission": SharedTensors(tmp_path / "sub.raw", [([1000], "float32"),
+                                                                    ([10], "int64")], True, 4),
+               "baseline": SharedTensors(tmp_path / "base.raw", [([1000], "float32"),
+                                                                   ([10], "int64")], True, 4)}
+    fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
+                        tmp_path / "kept", KEEP_2)
+    skipped = {(25, 3), (31, 0)}
+    for index in range(40):
+        fresh.begin(4)
+        for role, shared in outputs.items():
+            for slot, tensors in enumerate(shared.slots):
+                if role == "baseline" or (index, slot) not in skipped:
+                    for t in tensors:
+                        t.fill_(index)
+                elif (index, slot) == (31, 0):
+                    tensors[0][:500].zero_()  # half of one output written
+            fresh.end(role, 4)
+    kept = {(index, slot) for index, slot, _ in fresh.kept("submission")}
+    assert skipped <= kept and len(kept) <= 2 + len(skipped)
+    assert len(fresh.kept("baseline")) == 2
+    sub = outputs["submission"]
+    left = next(path for index, slot, path in fresh.kept("submission") if (index, slot) == (25, 3))
+    assert left.read_bytes() == sub._poisoned[3 * sub.stride:][:sub.size].numpy().tobytes()
+    fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
+                        tmp_path / "kept2", KEEP_2)
+    for _ in range(10):  # outputs never written: at most MAX_SUSPECTS kept
+        fresh.begin(4)
+        fresh.end("submission", 4)
+    assert len(fresh.suspects["submission"]) == MAX_SUSPECTS
+    for shared in outputs.values():
+        shared.close()
 
 
 def test_raw_files_are_read_only_at_their_exact_size_and_never_through_a_link(tmp_path):
@@ -246,7 +293,8 @@ def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp
         return f"inputs of call {slot} of round {index}"
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    fresh = FreshRounds(draw, lambda values, slot: written.append(values), outputs, tmp_path, 2)
+    fresh = FreshRounds(draw, lambda values, slot: written.append(values), outputs, tmp_path,
+                        KEEP_2)
     batches = (1, 2, 2, 3, 1)
     for done, calls in enumerate(batches):
         fresh.begin(calls)
@@ -309,7 +357,7 @@ def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timi
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=400, max_reps=400, max_s=60, target_rse=1e-9,
                     input_sets=1)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
@@ -336,7 +384,7 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      floor_loader="native")
@@ -365,13 +413,13 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
         return 10 < len(turns) <= 20  # rounds 5 to 9 ran hot
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=20, max_reps=20, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      throttled=throttled)
     assert len(got["submission"].reported) == len(got["baseline"].reported) == 20
     assert got["submission"].throttled == 5 and rounds.rounds == 25
-    always = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
+    always = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
     with pytest.raises(GpuThrottled):
         interleave(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
@@ -392,7 +440,7 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
         return {"ms": 10.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, 2)
+    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
     got = interleave(request, lambda role, frozen: None,
                      Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
                      rounds, flush=lambda: None)
@@ -421,12 +469,12 @@ def test_the_drawing_threads_are_each_processs_own():
 
     from judge.judging import timing
 
-    pool, _ = timing._drawers()
+    pool, _ = timing.cpu_pool()
     assert pool.submit(lambda: 1).result(timeout=5) == 1
     pid = os.fork()
     if pid == 0:  # the child: exit at once, whatever happens
         try:
-            child_pool, _ = timing._drawers()
+            child_pool, _ = timing.cpu_pool()
             os._exit(0 if child_pool.submit(lambda: 42).result(timeout=5) == 42 else 1)
         except BaseException:
             os._exit(2)

@@ -23,7 +23,7 @@ import resource
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
@@ -46,6 +46,10 @@ class GuardReport:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "review": self.review}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GuardReport:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     def holds(self, source: str) -> list[dict]:
         """The hard-tier hits, each where the source shows it (see `evidence_line`)."""

@@ -56,6 +56,7 @@ class SharedTensors:
         for i in range(slots):
             for t in _views(self._poisoned[i * self.stride:], specs, sizes):
                 poison(t)
+        self._poisoned_views = _views(self._poisoned, specs, sizes)
 
     def write(self, values: list[torch.Tensor], slot: int = 0) -> None:
         """Copy `values` into set `slot`, through the host: the judge draws a round's inputs on
@@ -67,6 +68,19 @@ class SharedTensors:
         """Poison the first `slots` sets (all by default)."""
         end = len(self.slots) * self.stride if slots is None else slots * self.stride
         _copy(self._whole[:end], self._poisoned[:end])
+
+    def unwritten(self, slots: int, samples: int, generator: torch.Generator) -> list[int]:
+        """Those of the first `slots` sets in which an output still holds its poison, bit for
+        bit, at more than an eighth of `samples` elements drawn at random (`generator`): a call
+        that skipped its work, found in microseconds without reading every byte. An honest
+        output rarely matches (NaN, the least integer); the checker has the last word."""
+        unwritten = torch.zeros(slots, dtype=torch.bool)
+        for got, poisoned in zip(self.slots[0], self._poisoned_views):
+            got, poisoned = _across(got, slots, self.stride), _across(poisoned, slots, self.stride)
+            picks = torch.randint(got.shape[1], (slots, samples), generator=generator)
+            same = (got.gather(1, picks) == poisoned.gather(1, picks)).sum(1)
+            unwritten |= same * 8 > samples
+        return unwritten.nonzero().flatten().tolist()
 
     def snapshot(self, slot: int = 0) -> bytes:
         start = slot * self.stride
@@ -86,6 +100,17 @@ def _views(whole: torch.Tensor, specs: list[Spec], sizes: list[int]) -> list[tor
         views.append(whole[offset:offset + size].view(getattr(torch, dtype)).reshape(shape))
         offset += size
     return views
+
+
+def _across(first: torch.Tensor, slots: int, stride: int) -> torch.Tensor:
+    """A tensor of the first set and its counterparts in the next `slots - 1` sets, as rows of
+    integers as wide as its elements (at most 8 bytes): bits compared, NaN equal to itself."""
+    width = min(first.element_size(), 8)
+    flat = first.reshape(-1).view(_INTEGERS[width])
+    return flat.as_strided((slots, flat.numel()), (stride // width, 1))
+
+
+_INTEGERS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> None:

@@ -14,7 +14,8 @@ the outputs poisoned, into files both sides map (judge/judging/shared.py) while 
 are frozen, so no answer replayed from an earlier call — keyed by address, content or call count
 — is right without doing the work, and no input exists before its round. After each turn the
 judge reads what the contender wrote; a uniformly random subset of all the calls (reservoir
-sampling: the draw is complete only after the last call) is checked against the reference.
+sampling: the draw is complete only after the last call) is checked against the reference, and so
+is every call whose outputs still hold the judge's poison at a sample of their elements.
 
 The judge's own clock scores. It times every request from outside the sandbox; the harness's
 report is precise but lives in the contestant's process, so it can be forged, and it is kept
@@ -48,6 +49,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import torch
 
 from judge.harness.protocol import slot_stride
 from judge.judging import scoring
@@ -98,13 +101,28 @@ SWITCH_INTERVAL_S = 5e-5  # the GIL's, while a test point is timed (see interlea
 # Timed calls checked against the reference (a uniform draw over all of them, made once they are
 # over): at least the problem's `checked_calls`, more where outputs are small (a batch of tiny
 # calls holds hundreds; a run that skips the work in one call of a hundred escapes 8 checks 92 %
-# of the time, 256 checks 8 %), as many as CHECKED_BYTES of outputs, at most MAX_CHECKED.
-CHECKED_BYTES = 4 << 20
+# of the time, 256 checks 8 %), as many as CHECKED_BYTES of outputs (the baseline's: a check of
+# the judge itself, BASELINE_CHECKED_BYTES), at most MAX_CHECKED. A check costs about as much as
+# drawing the call's inputs again (~15 ms for vector_add's 4 MB point here, ~1 ms at 256 KB).
+CHECKED_BYTES = 16 << 20
+BASELINE_CHECKED_BYTES = 4 << 20
 MAX_CHECKED = 256
 
 
-def checked_calls(at_least: int, output_bytes: int) -> int:
-    return max(at_least, min(MAX_CHECKED, CHECKED_BYTES // max(output_bytes, 1)))
+# Besides that draw, every timed call's outputs are sampled for the poison the judge left in
+# them (UNWRITTEN_SAMPLES elements of each output, at random): a call that skipped its work, even
+# one in a thousand and where the draw checks only a few calls, leaves them poisoned and is
+# checked in full — up to MAX_SUSPECTS calls a contender and point (an honest output that holds
+# poison-like values, NaN where the reference has NaN, passes its checks; more would only cost).
+UNWRITTEN_SAMPLES = 64
+MAX_SUSPECTS = 16
+
+
+def checked_calls(at_least: int, output_bytes: int) -> dict[str, int]:
+    """The calls drawn for a check, by contender."""
+    return {role: max(at_least, min(MAX_CHECKED, budget // max(output_bytes, 1)))
+            for role, budget in (("submission", CHECKED_BYTES),
+                                 ("baseline", BASELINE_CHECKED_BYTES))}
 
 
 @dataclass
@@ -258,23 +276,25 @@ Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
-def _drawers() -> tuple[ThreadPoolExecutor, int]:
-    """Threads that draw a round's sets, one per CPU of the judge (torch releases the GIL in
-    its generators; each set has a generator of its own), and how many: this process's own
-    (a pool made before a fork has no threads in the child)."""
-    return _drawers_of(os.getpid())
+def cpu_pool() -> tuple[ThreadPoolExecutor, int]:
+    """Threads of the judge, one per CPU, and how many, for work done while both contenders
+    wait: a round's draws (torch releases the GIL in its generators; each set has a generator
+    of its own), the kept calls' checks. This process's own (a pool made before a fork has no
+    threads in the child)."""
+    return _cpu_pool_of(os.getpid())
 
 
 @functools.cache
-def _drawers_of(pid: int) -> tuple[ThreadPoolExecutor, int]:
+def _cpu_pool_of(pid: int) -> tuple[ThreadPoolExecutor, int]:
     threads = len(os.sched_getaffinity(0))
-    return ThreadPoolExecutor(threads, f"kjudge-draw-{pid}"), threads
+    return ThreadPoolExecutor(threads, f"kjudge-cpu-{pid}"), threads
 
 
 class FreshRounds:
     """The rounds of one test point: fresh inputs for every call of the round's batches and
     poisoned outputs before each round, outputs read after each contender's turn, and a
-    uniformly random subset of `keep` calls of each contender kept.
+    uniformly random subset of `keep[role]` calls of each contender kept, and every call whose outputs
+    still look poisoned (a sample of their elements: SharedTensors.unwritten), up to MAX_SUSPECTS.
 
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
     which no contender maps) and `write(drawn, slot)` writes them where both contenders read
@@ -292,7 +312,7 @@ class FreshRounds:
     """
 
     def __init__(self, draw: Callable[[int, int], object], write: Callable[[object, int], None],
-                 outputs: dict[str, SharedTensors], kept_dir: Path, keep: int,
+                 outputs: dict[str, SharedTensors], kept_dir: Path, keep: dict[str, int],
                  cpus: set[int] | None = None):
         self.draw = draw
         self.write = write
@@ -305,13 +325,15 @@ class FreshRounds:
         self.seen = dict.fromkeys(outputs, 0)  # calls of each contender so far
         self.slots: dict[str, dict[int, tuple[int, int]]] = {r: {} for r in outputs}
         self._random = random.SystemRandom()  # its state cannot be inferred from the draws
+        self._sampler = torch.Generator().manual_seed(self._random.getrandbits(63))
+        self.suspects: dict[str, list[tuple[int, int]]] = {r: [] for r in outputs}
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
     def begin(self, calls: int = 1) -> None:
         """Start a round of batches of up to `calls` calls (both contenders frozen)."""
         index, self.rounds, self.calls = self.rounds, self.rounds + 1, calls
-        drawers, threads = _drawers()
+        drawers, threads = cpu_pool()
         parts = min(calls, threads)  # a part per thread: a task costs ~50 us
         bounds = [calls * part // parts for part in range(parts + 1)]
         drawn = [values for part in drawers.map(
@@ -326,19 +348,30 @@ class FreshRounds:
     def end(self, role: str, calls: int = 1) -> None:
         """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls
         the reservoir keeps."""
-        index = self.rounds - 1
-        for slot in range(min(calls, self.calls)):
+        index, calls = self.rounds - 1, min(calls, self.calls)
+        for slot in range(calls):
             seen, self.seen[role] = self.seen[role], self.seen[role] + 1
-            pick = seen if seen < self.keep else self._random.randrange(seen + 1)
-            if pick < self.keep:
+            pick = seen if seen < self.keep[role] else self._random.randrange(seen + 1)
+            if pick < self.keep[role]:
                 self.slots[role][pick] = (index, slot)
                 (self.kept_dir / role / f"{pick}.raw").write_bytes(
                     self.outputs[role].snapshot(slot))
+        suspects = self.suspects[role]
+        if len(suspects) < MAX_SUSPECTS:
+            for slot in self.outputs[role].unwritten(calls, UNWRITTEN_SAMPLES, self._sampler):
+                if len(suspects) < MAX_SUSPECTS:
+                    suspects.append((index, slot))
+                    (self.kept_dir / role / f"suspect{len(suspects)}.raw").write_bytes(
+                        self.outputs[role].snapshot(slot))
 
     def kept(self, role: str) -> list[tuple[int, int, Path]]:
-        """(round index, call in the round, output file) of every kept call, in call order."""
-        return sorted((index, slot, self.kept_dir / role / f"{pick}.raw")
-                      for pick, (index, slot) in self.slots[role].items())
+        """(round index, call in the round, output file) of every kept call, in call order:
+        the reservoir's and the suspects'."""
+        kept = {(index, slot): self.kept_dir / role / f"{pick}.raw"
+                for pick, (index, slot) in self.slots[role].items()}
+        for number, call in enumerate(self.suspects[role], 1):
+            kept.setdefault(call, self.kept_dir / role / f"suspect{number}.raw")
+        return sorted((index, slot, path) for (index, slot), path in kept.items())
 
 
 @contextlib.contextmanager

@@ -23,9 +23,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judge.judging.guard import GuardReport
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
@@ -307,6 +308,8 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
         "tests": [],
     }
     view.update(judging_view(current, show_secret=user.is_admin, admin=user.is_admin))
+    # off the boards until an organizer decides (a contest may count flagged results)
+    view["held"] = current is not None and store.held(object_session(submission), current)
     view["state"] = latest.state if latest else State.QUEUED.value
     if with_source:
         view["source"] = submission.source
@@ -315,9 +318,9 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
 
 def review_view(submission: Submission, judging: JudgingRow) -> dict:
     record = judging.record or {}
-    holds = record.get("holds") or [  # records from before holds: KernelGuard's hard hits
-        {"by": "kernelguard", "what": f"{h['rule']}: {h.get('evidence', '')}", "test": None,
-         "line": None} for h in record.get("guard", {}).get("hits", []) if h["tier"] == "hard"]
+    holds = record.get("holds") or (  # records from before holds: KernelGuard's hard hits
+        GuardReport.from_dict(record["guard"]).holds(submission.source)
+        if record.get("guard") else [])
     return {"submission_id": submission.id, "user": submission.user.name,
             "problem": submission.problem.slug, "language": submission.language,
             "judging_id": judging.id, "verdict": judging.verdict, "score": judging.score,

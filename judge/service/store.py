@@ -266,7 +266,10 @@ def finish(s: Session, judging_id: int, token: str, result: JudgeResult) -> bool
 def _carry_decision(s: Session, judging: JudgingRow, result: JudgeResult) -> None:
     """A rejudge (a system test) is reviewed afresh, except where an organizer already decided
     on the same submission: a disqualification stands, and a clearance covers the new holds
-    when it covered the same findings (a source's KernelGuard hits; not a new measurement's)."""
+    when it covered the same findings (a source's KernelGuard hits; not a new measurement's).
+    Only a rejudge's judging has an earlier one: a first judging costs no query here."""
+    if judging.rejudge_id is None:
+        return
     earlier = s.scalars(select(JudgingRow).where(
         JudgingRow.submission_id == judging.submission_id, JudgingRow.id != judging.id,
         JudgingRow.decision.is_not(None)).order_by(JudgingRow.id.desc())).first()
@@ -618,15 +621,29 @@ def _cut(query, cuts: tuple[tuple[int, datetime], ...]):
     return query
 
 
-def counts_on_boards():
-    """The one rule of which current judgings a board counts (a condition on JudgingRow, with
-    Contest outer-joined on the submission's): none disqualified, and none on the review list
-    that no organizer has cleared where its contest holds flagged results (submissions outside
-    a contest: always)."""
-    held = and_(JudgingRow.review.is_(True), JudgingRow.decision.is_(None),
+def held_for_review():
+    """Which judgings are held off the boards (a condition on JudgingRow, with Contest
+    outer-joined on the submission's): on the review list, no organizer has decided, and its
+    contest holds flagged results (submissions outside a contest: always)."""
+    return and_(JudgingRow.review.is_(True), JudgingRow.decision.is_(None),
                 func.coalesce(Contest.hold_flagged, true()))
+
+
+def counts_on_boards():
+    """The one rule of which current judgings a board counts (the same join): none
+    disqualified, none held for review."""
     return and_(or_(JudgingRow.decision.is_(None), JudgingRow.decision != DISQUALIFIED),
-                not_(held))
+                not_(held_for_review()))
+
+
+def held(s: Session, judging: JudgingRow) -> bool:
+    """Whether `held_for_review` holds this judging (only one on the review list can be)."""
+    if not judging.review:
+        return False
+    return bool(s.scalar(select(held_for_review()).select_from(JudgingRow)
+                         .join(Submission, Submission.id == JudgingRow.submission_id)
+                         .outerjoin(Contest, Contest.id == Submission.contest_id)
+                         .where(JudgingRow.id == judging.id)))
 
 
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,

@@ -175,7 +175,7 @@ def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
     listed = api.get("/api/review", headers=auth(api, "admin")).json()
     assert [(r["submission_id"], r["user"], r["verdict"]) for r in listed] == [
         (flagged["id"], "alice", "AC")]
-    assert listed[0]["holds"] == [{"by": "kernelguard", "what": "TIMER_MONKEYPATCH: "
+    assert listed[0]["holds"] == [{"by": "kernelguard 0.3.2", "what": "TIMER_MONKEYPATCH: "
                                    "torch.cuda.Event reassigned", "test": None, "line": None}]
     assert api.get("/api/review", headers=auth(api, "alice")).status_code == 403
     own = api.get(f"/api/submissions/{flagged['id']}", headers=auth(api, "alice")).json()
@@ -217,6 +217,7 @@ def test_a_flagged_result_counts_on_no_board_until_an_organizer_clears_it(api):
     assert _board(api, "c1") == {"alice": 100.0} and _board(api) == {"alice": 100.0}
     own = api.get(f"/api/submissions/{forged['id']}", headers=auth(api, "alice")).json()
     assert own["review"] is True and own["decision"] is None and "holds" not in own
+    assert own["held"] is True
     listed = {r["judging_id"]: r for r in api.get("/api/review", headers=admin).json()}
     assert listed[forged["judging_id"]]["holds"] == [CHARGED]
     assert api.post(f"/api/review/{forged['judging_id']}", json={"decision": "cleared"},
@@ -244,6 +245,29 @@ def test_a_flagged_result_counts_on_no_board_until_an_organizer_clears_it(api):
     assert rejudged["total"] == 1 and _board(api, "c1") == {"alice": 100.0}  # held afresh
 
 
+def test_a_record_from_before_holds_shows_its_kernelguard_hits_with_their_lines(api):
+    """Judgings recorded before `holds` existed carry KernelGuard's report only: the review list
+    derives their holds from it as the judge does now, each with the source line it names."""
+    from judge.service.models import JudgingRow
+
+    source = "import time\n\ntime.perf_counter = lambda: 0.0\n\ndef run_kernel(a, b, c, n):\n    pass\n"
+    made = post_submission(api, language="torch", source=source).json()
+    finish(api, made["judging_id"])
+    hit = {"rule": "timer_patch", "tier": "hard", "severity": "high",
+           "evidence": "host timing function patched: time.perf_counter"}
+    with db.session(api.config.database_url) as s:
+        row = s.get(JudgingRow, made["judging_id"])
+        record = {k: v for k, v in row.record.items() if k != "holds"}
+        row.record = {**record, "guard": {"tool": "kernelguard", "classification": "hack",
+                                          "hits": [hit, {**hit, "tier": "soft"}], "error": "",
+                                          "review": True}}
+        row.review = True
+    listed = api.get("/api/review", headers=auth(api, "admin")).json()
+    assert [r["holds"] for r in listed] == [[{
+        "by": "kernelguard", "what": f"timer_patch: {hit['evidence']}", "test": None,
+        "line": 3}]]
+
+
 def test_a_contest_that_does_not_hold_flagged_results_counts_them(api):
     admin = auth(api, "admin")
     api.post("/api/contests", json={"slug": "open", "title": "Open", "problems": ["vector_add"],
@@ -252,9 +276,13 @@ def test_a_contest_that_does_not_hold_flagged_results_counts_them(api):
     forged = post_submission(api, contest="open").json()
     _finish_flagged(api, forged["judging_id"], 900.0, [CHARGED])
     assert _board(api, "open") == {"alice": 900.0} and _board(api) == {"alice": 900.0}
+    own = api.get(f"/api/submissions/{forged['id']}", headers=auth(api, "alice")).json()
+    assert own["review"] is True and own["held"] is False  # the page says held only if it is
     assert api.patch("/api/contests/open", json={"hold_flagged": True},
                      headers=admin).status_code == 200
     assert _board(api, "open") == {} and _board(api) == {}  # seen at once, on every board
+    own = api.get(f"/api/submissions/{forged['id']}", headers=auth(api, "alice")).json()
+    assert own["held"] is True
 
 
 def test_a_change_is_committed_before_its_answer_is_sent(api):

@@ -451,7 +451,7 @@ async function submissionPage(id) {
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
       </div>
       ${r.message ? `<p class="error">${esc(r.message)}</p>` : ""}
-      ${r.review && !r.decision ? `<p class="error" id="held">Held for an organizer's review: `
+      ${r.held ? `<p class="error" id="held">Held for an organizer's review: `
         + `this result counts on the boards once an organizer clears it.</p>` : ""}
       ${r.decision === "disqualified" ? `<p class="error" id="held">Disqualified by an organizer: `
         + `this result counts nowhere.</p>` : ""}
