@@ -4,6 +4,7 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
 from judge.judging.timing import ALLOWANCE_MS, BATCH_MS, Samples, charge
 
@@ -116,8 +117,14 @@ class _Outputs:
     def snapshot(self, slot=0) -> bytes:
         return f"{self.round}.{slot}".encode()
 
-    def unwritten(self, slots, samples, generator):
-        return []
+    def positions(self, samples, generator):
+        return [torch.arange(samples)]
+
+    def sample(self, slots, positions, poisoned=False):
+        if poisoned:
+            return [torch.full((slots, len(positions[0])), -1)]
+        return [torch.stack([(self.round * 1000 + slot) * 64 + positions[0]
+                             for slot in range(slots)])]
 
 
 def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path):
@@ -148,33 +155,42 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     assert all(abs(n - expected) < 0.25 * expected for n in counts.values()), counts
 
 
-def test_every_timed_call_that_left_its_outputs_poisoned_is_checked(tmp_path):
+def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     """The draw checks few calls where outputs are large (8 of vector_add's 4 MB point): a run
-    that skipped the work in one call in sixteen there escaped 60 % of the time. Every call's
-    outputs are sampled for the poison: a call left unwritten is checked whatever the draw, at
-    any rate (here one call of 160), and a partly written one too; fully written ones are not."""
+    that skipped the work in one call in sixteen there escaped 60 % of the time, leaving the
+    poison, zeroing the output or copying the call before's. Every call's outputs are sampled:
+    one left (mostly) as poisoned, holding one value, or holding exactly what the call before
+    left (within a batch or across turns) is checked whatever the draw; honest ones are not."""
     from judge.judging.shared import SharedTensors
     from judge.judging.timing import MAX_SUSPECTS, FreshRounds
 
-    outputs = {"submission": SharedTensors(tmp_path / "sub.raw", [([1000], "float32"),
-                                                                    ([10], "int64")], True, 4),
-               "baseline": SharedTensors(tmp_path / "base.raw", [([1000], "float32"),
-                                                                   ([10], "int64")], True, 4)}
+    specs = [([1000], "float32"), ([10], "int64")]
+    outputs = {role: SharedTensors(tmp_path / f"{role}.raw", specs, True, 4)
+               for role in ("submission", "baseline")}
     fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
                         tmp_path / "kept", KEEP_2)
-    skipped = {(25, 3), (31, 0)}
+    skipped = {(25, 3): "left", (31, 0): "half", (33, 1): "zeros", (35, 2): "stale",
+               (37, 0): "stale"}
+    values, last = torch.Generator().manual_seed(0), {}
     for index in range(40):
         fresh.begin(4)
         for role, shared in outputs.items():
             for slot, tensors in enumerate(shared.slots):
-                if role == "baseline" or (index, slot) not in skipped:
-                    for t in tensors:
-                        t.fill_(index)
-                elif (index, slot) == (31, 0):
-                    tensors[0][:500].zero_()  # half of one output written
+                how = skipped.get((index, slot)) if role == "submission" else None
+                before = shared.slots[slot - 1] if slot else last.get(role)
+                for number, t in enumerate(tensors):
+                    if how is None:
+                        t.copy_(torch.randint(-99, 99, t.shape, generator=values))
+                    elif how == "zeros":
+                        t.zero_()
+                    elif how == "stale":
+                        t.copy_(before[number])
+                    elif how == "half" and number == 0:
+                        t[:500].zero_()
             fresh.end(role, 4)
+            last[role] = [t.clone() for t in shared.slots[3]]
     kept = {(index, slot) for index, slot, _ in fresh.kept("submission")}
-    assert skipped <= kept and len(kept) <= 2 + len(skipped)
+    assert set(skipped) <= kept and len(kept) <= 2 + len(skipped)
     assert len(fresh.kept("baseline")) == 2
     sub = outputs["submission"]
     left = next(path for index, slot, path in fresh.kept("submission") if (index, slot) == (25, 3))

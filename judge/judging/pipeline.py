@@ -811,13 +811,13 @@ class JudgingRun:
                 if role == "baseline":
                     raise RunFailure(Verdict.SE, f"the baseline is wrong on {test.name}, timed "
                                                  f"round {index + 1}: {check.message}")
-                unwritten = (index, slot) in rounds.suspects[role]
+                suspect = (index, slot) in rounds.suspects[role]
                 raise RunFailure(Verdict.WA, f"the outputs of a timed call (round {index + 1}, "
                                              f"call {slot + 1} of its batch"
-                                             f"{', left unwritten' if unwritten else ''}; "
+                                             f"{', one that looked skipped' if suspect else ''}; "
                                              f"{len(kept)} of {rounds.seen[role]} calls were "
                                              f"checked: a random draw and any whose outputs "
-                                             f"looked unwritten) differ from the reference: "
+                                             f"looked skipped) differ from the reference: "
                                              f"{check.message}")
 
     def _guard(self, who: Contender, call, sub: Contender | None = None):

@@ -69,18 +69,18 @@ class SharedTensors:
         end = len(self.slots) * self.stride if slots is None else slots * self.stride
         _copy(self._whole[:end], self._poisoned[:end])
 
-    def unwritten(self, slots: int, samples: int, generator: torch.Generator) -> list[int]:
-        """Those of the first `slots` sets in which an output still holds its poison, bit for
-        bit, at more than an eighth of `samples` elements drawn at random (`generator`): a call
-        that skipped its work, found in microseconds without reading every byte. An honest
-        output rarely matches (NaN, the least integer); the checker has the last word."""
-        unwritten = torch.zeros(slots, dtype=torch.bool)
-        for got, poisoned in zip(self.slots[0], self._poisoned_views):
-            got, poisoned = _across(got, slots, self.stride), _across(poisoned, slots, self.stride)
-            picks = torch.randint(got.shape[1], (slots, samples), generator=generator)
-            same = (got.gather(1, picks) == poisoned.gather(1, picks)).sum(1)
-            unwritten |= same * 8 > samples
-        return unwritten.nonzero().flatten().tolist()
+    def positions(self, samples: int, generator: torch.Generator) -> list[torch.Tensor]:
+        """`samples` element positions drawn at random in each output (see `sample`)."""
+        return [torch.randint(t.numel(), (samples,), generator=generator) for t in self.slots[0]]
+
+    def sample(self, slots: int, positions: list[torch.Tensor],
+               poisoned: bool = False) -> list[torch.Tensor]:
+        """Each output's elements at `positions` in each of the first `slots` sets (or in the
+        poison the judge writes there), as integers as wide as the elements: a row of bits per
+        set, NaN equal to itself. Microseconds, where reading every byte would take as long as
+        the call."""
+        views = self._poisoned_views if poisoned else self.slots[0]
+        return [_across(t, slots, self.stride)[:, picks] for t, picks in zip(views, positions)]
 
     def snapshot(self, slot: int = 0) -> bytes:
         start = slot * self.stride

@@ -109,13 +109,31 @@ BASELINE_CHECKED_BYTES = 4 << 20
 MAX_CHECKED = 256
 
 
-# Besides that draw, every timed call's outputs are sampled for the poison the judge left in
-# them (UNWRITTEN_SAMPLES elements of each output, at random): a call that skipped its work, even
-# one in a thousand and where the draw checks only a few calls, leaves them poisoned and is
-# checked in full — up to MAX_SUSPECTS calls a contender and point (an honest output that holds
-# poison-like values, NaN where the reference has NaN, passes its checks; more would only cost).
-UNWRITTEN_SAMPLES = 64
+# Besides that draw, every timed call's outputs are sampled (SKIP_SAMPLES elements of each output,
+# at random, drawn after the turn before): a call whose outputs look skipped there (looks_skipped:
+# left as the judge poisoned them, one value throughout, or what the call before left) is checked
+# in full — up to MAX_SUSPECTS calls a contender and point — even one call in a thousand, where
+# the draw checks only a few. An honest output that looks so (NaN where the reference has NaN, a
+# constant output) passes its checks; more of them would only cost.
+SKIP_SAMPLES = 64
 MAX_SUSPECTS = 16
+
+
+def looks_skipped(got: list[torch.Tensor], poison: list[torch.Tensor],
+                  before: list[torch.Tensor] | None) -> torch.Tensor:
+    """Per call of a turn, whether one of its outputs, at the sampled positions (a row per call
+    and output, as bits: SharedTensors.sample), still holds the poison at more than an eighth of
+    them, holds one value throughout (a fill), or holds exactly what the call before it left (a
+    stale copy; `before`: the last call of the turn before, at these positions)."""
+    skipped = torch.zeros(got[0].shape[0], dtype=torch.bool)
+    for index, (rows, poisoned) in enumerate(zip(got, poison)):
+        skipped |= (rows == poisoned).sum(1) * 8 > rows.shape[1]
+        skipped |= (rows == rows[:, :1]).all(1)
+        if before is not None:
+            rows = torch.cat([before[index][None], rows])
+        stale = (rows[1:] == rows[:-1]).all(1)
+        skipped[len(skipped) - len(stale):] |= stale
+    return skipped
 
 
 def checked_calls(at_least: int, output_bytes: int) -> dict[str, int]:
@@ -294,7 +312,7 @@ class FreshRounds:
     """The rounds of one test point: fresh inputs for every call of the round's batches and
     poisoned outputs before each round, outputs read after each contender's turn, and a
     uniformly random subset of `keep[role]` calls of each contender kept, and every call whose outputs
-    still look poisoned (a sample of their elements: SharedTensors.unwritten), up to MAX_SUSPECTS.
+    look skipped at a sample of their elements (`looks_skipped`), up to MAX_SUSPECTS.
 
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
     which no contender maps) and `write(drawn, slot)` writes them where both contenders read
@@ -327,6 +345,10 @@ class FreshRounds:
         self._random = random.SystemRandom()  # its state cannot be inferred from the draws
         self._sampler = torch.Generator().manual_seed(self._random.getrandbits(63))
         self.suspects: dict[str, list[tuple[int, int]]] = {r: [] for r in outputs}
+        # where the next turn's outputs are sampled (drawn after the turn before), and what the
+        # last call of that turn left there
+        self._positions = {r: o.positions(SKIP_SAMPLES, self._sampler) for r, o in outputs.items()}
+        self._before: dict[str, list[torch.Tensor] | None] = dict.fromkeys(outputs)
         for role in outputs:
             (kept_dir / role).mkdir(parents=True, exist_ok=True)
 
@@ -356,13 +378,20 @@ class FreshRounds:
                 self.slots[role][pick] = (index, slot)
                 (self.kept_dir / role / f"{pick}.raw").write_bytes(
                     self.outputs[role].snapshot(slot))
-        suspects = self.suspects[role]
-        if len(suspects) < MAX_SUSPECTS:
-            for slot in self.outputs[role].unwritten(calls, UNWRITTEN_SAMPLES, self._sampler):
-                if len(suspects) < MAX_SUSPECTS:
-                    suspects.append((index, slot))
-                    (self.kept_dir / role / f"suspect{len(suspects)}.raw").write_bytes(
-                        self.outputs[role].snapshot(slot))
+        self._keep_suspects(role, index, calls)
+
+    def _keep_suspects(self, role: str, index: int, calls: int) -> None:
+        """Keep the calls of this turn whose outputs look skipped (see `looks_skipped`)."""
+        shared, suspects = self.outputs[role], self.suspects[role]
+        positions = self._positions[role]
+        skipped = looks_skipped(shared.sample(calls, positions),
+                                shared.sample(calls, positions, poisoned=True), self._before[role])
+        for slot in skipped.nonzero().flatten().tolist()[:MAX_SUSPECTS - len(suspects)]:
+            suspects.append((index, slot))
+            (self.kept_dir / role / f"suspect{len(suspects)}.raw").write_bytes(
+                shared.snapshot(slot))
+        self._positions[role] = shared.positions(SKIP_SAMPLES, self._sampler)
+        self._before[role] = [rows[-1] for rows in shared.sample(calls, self._positions[role])]
 
     def kept(self, role: str) -> list[tuple[int, int, Path]]:
         """(round index, call in the round, output file) of every kept call, in call order:
