@@ -67,6 +67,7 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     run = SimpleNamespace(spec=problem.spec, device=h200, result=JudgeResult("vector_add", "v", "x"))
     run.roofline_ms = lambda test: JudgingRun.roofline_ms(run, test)
     run._hold = lambda *args: JudgingRun._hold(run, *args)
+    run._least = lambda *args: JudgingRun._least(run, *args)
     test = next(t for t in problem.tests if t.params.get("n") == 16777216)
     roof = run.roofline_ms(test)
     assert roof == pytest.approx(3 * 4 * 16777216 / 4.8e12 * 1000)  # 0.042 ms of HBM
@@ -79,6 +80,7 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
                           result=JudgeResult("vector_add", "v", "x"))
     cpu.roofline_ms = lambda test: JudgingRun.roofline_ms(cpu, test)
     cpu._hold = lambda *args: JudgingRun._hold(cpu, *args)
+    cpu._least = lambda *args: JudgingRun._least(cpu, *args)
     assert cpu.roofline_ms(test) is None
     assert JudgingRun._physical(cpu, report, test, 0.0001) == 0.004
     assert "under the empty call's floor" in cpu.result.flags[-1]
@@ -103,13 +105,13 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     test = next(t for t in problem.tests if t.params.get("n") == 100003)
     stats = scoring.Stats.of([0.1, 0.1, 0.1])
 
-    def judged(charge: Charge, floor_ms: float = 0.002) -> JudgeResult:
+    def judged(charge: Charge, floor_ms: float = 0.002, base=stats, report=None) -> JudgeResult:
         run = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
                               result=JudgeResult("vector_add", "v", "x"))
-        for name in ("roofline_ms", "_physical", "_hold"):
+        for name in ("roofline_ms", "_physical", "_hold", "_least"):
             setattr(run, name, lambda *a, name=name: getattr(JudgingRun, name)(run, *a))
-        JudgingRun._fill_timing(run, TestReport(test.name, floor_ms=floor_ms), test, charge,
-                                stats, stats)
+        report = report or TestReport(test.name, floor_ms=floor_ms)
+        JudgingRun._fill_timing(run, report, test, charge, stats, base)
         return run.result
 
     honest = judged(Charge(0.1128, 0.0858, 0.0086, True))
@@ -119,3 +121,8 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     under = judged(Charge(0.003, 0.0001, 0.0001, False))  # short of the floor, not significant
     assert [h["by"] for h in under.holds] == ["clock"]
     assert not judged(Charge(0.1, 0.098, 0.002, False)).flags  # within the noise: nothing
+    # both calls about the empty call's cost (a tiny point): the baseline's time is held to the
+    # same floor as the submission's, so that the clock's noise under it is no speedup either way
+    tiny = TestReport(test.name, floor_ms=0.002)
+    judged(Charge(0.0019, 0.0019, 0.0, False), base=scoring.Stats.of([0.0012] * 3), report=tiny)
+    assert (tiny.time_ms, tiny.baseline_ms, tiny.speedup) == (0.002, 0.002, 1.0)

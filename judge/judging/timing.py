@@ -15,7 +15,8 @@ are frozen, so no answer replayed from an earlier call — keyed by address, con
 — is right without doing the work, and no input exists before its round. After each turn the
 judge reads what the contender wrote; a uniformly random subset of all the calls (reservoir
 sampling: the draw is complete only after the last call) is checked against the reference, and so
-is every call whose outputs still hold the judge's poison at a sample of their elements.
+is every call whose outputs look skipped at a sample of their elements (left poisoned, one value
+throughout, or the call before's).
 
 The judge's own clock scores. It times every request from outside the sandbox; the harness's
 report is precise but lives in the contestant's process, so it can be forged, and it is kept
@@ -154,6 +155,7 @@ class Samples:
     # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
     prepare_rt: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
+    first: list[bool] = field(default_factory=list)  # whether the turn came first in its round
     # the baseline's harness, in floor turns: an empty run_kernel's reported time (the floor);
     # the round trip of a request with no call, and the `prepare` and `collect` of none; a batch
     # of empty calls (its round trip and its number of calls)
@@ -175,6 +177,26 @@ class Samples:
         over the calls, less the harness's work around each call."""
         return [(rt - floor.request_ms) / calls - floor.around_call_ms
                 for rt, calls in zip(self.time_rt, self.calls)]
+
+    def stats(self, floor: Floor) -> scoring.Stats:
+        """The time per call's statistics, its median balanced over the turn's place in the
+        round (`balanced_median`)."""
+        per_call = self.per_call(floor)
+        return replace(scoring.Stats.of(per_call), median=balanced_median(per_call, self.first))
+
+
+def balanced_median(values: list[float], first: list[bool]) -> float:
+    """The geometric mean of the median of the turns that came first in their round and of
+    those that came second, where there are both: the place in a round moves a turn's time by
+    several % on this VM (the first of vector_add's 4 MB batches 7-8 % slower than the second),
+    the same for both contenders, so that the plain median of a mix of both places jumps between
+    them from one judging to the next; the balanced one cancels a factor common to both."""
+    ahead = [v for v, f in zip(values, first) if f]
+    behind = [v for v, f in zip(values, first) if not f]
+    if not ahead or not behind or len(first) != len(values):
+        return statistics.median(values)
+    a, b = statistics.median(ahead), statistics.median(behind)
+    return math.sqrt(a * b) if a > 0 and b > 0 else (a + b) / 2
 
 
 @dataclass(frozen=True)
@@ -257,7 +279,7 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
     baseline's harness (`floor`: Floor.of(base), where the caller has it already)."""
     floor = floor or Floor.of(base)
     sub_clock, base_clock = sub.per_call(floor), base.per_call(floor)
-    clock, reported = statistics.median(sub_clock), statistics.median(sub.reported)
+    clock, reported = balanced_median(sub_clock, sub.first), statistics.median(sub.reported)
     calls = statistics.median(sub.calls)
     # per turn, what the clock saw beyond the reports, against the baseline's (the same harness
     # code): a forged report shows as more. It does not change the score (the clock is the
@@ -311,8 +333,8 @@ def _cpu_pool_of(pid: int) -> tuple[ThreadPoolExecutor, int]:
 class FreshRounds:
     """The rounds of one test point: fresh inputs for every call of the round's batches and
     poisoned outputs before each round, outputs read after each contender's turn, and a
-    uniformly random subset of `keep[role]` calls of each contender kept, and every call whose outputs
-    look skipped at a sample of their elements (`looks_skipped`), up to MAX_SUSPECTS.
+    uniformly random subset of `keep[role]` calls of each contender kept, and every call whose
+    outputs look skipped at a sample of their elements (`looks_skipped`), up to MAX_SUSPECTS.
 
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
     which no contender maps) and `write(drawn, slot)` writes them where both contenders read
@@ -490,7 +512,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
         floor_turn()  # the round trip is known before the first batch is sized
         while True:
             rounds.begin(max(batch.values()))
-            random.shuffle(roles)
+            roles = _order(samples["submission"].first)
             audited = audit and draw.randrange(AUDIT_EVERY) == 0
             turns, hot, short = {role: Samples() for role in roles}, False, False
             request_ms = statistics.median(base.request_rt)
@@ -498,6 +520,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 if flush is not None:
                     flush()
                 got = turns[role]
+                got.first.append(role == roles[0])
                 before = cpu_ns(role) if cpu_ns else None
                 freeze(role, False)
                 _turn(request, role, got, prepare=flush is None, calls=batch[role],
@@ -528,8 +551,9 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                                    "rounds ran on a throttled GPU clock")
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
-            if scoring.converged(_paired_ratios(samples["submission"], base),
-                                 timing.target_rse, timing.min_reps):
+            if n >= timing.min_reps and scoring.converged(
+                    _paired_ratios(samples["submission"], base), timing.target_rse,
+                    max(3, math.ceil(timing.min_reps / 2))):
                 return samples
     finally:
         sys.setswitchinterval(switch)
@@ -537,12 +561,29 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             freeze(role, False)
 
 
+def _order(sub_first: list[bool]) -> list[str]:
+    """The next round's order: the place the submission has had less often among the rounds
+    scored so far (at random when even), so that each contender is first in half the rounds, give
+    or take one, and `balanced_median` and `_paired_ratios` can cancel what the place costs."""
+    ahead = 2 * sum(sub_first) - len(sub_first)
+    if ahead == 0:
+        return random.sample(["submission", "baseline"], 2)
+    return ["baseline", "submission"] if ahead > 0 else ["submission", "baseline"]
+
+
 def _paired_ratios(sub: Samples, base: Samples) -> list[float]:
-    """The two contenders' time per call on the clock, round by round, one over the other: a
-    host that slows down for a while slows both turns of a round (this VM's batches vary by
-    ±20 % from round to round, their ratio by a few percent), so the ratio settles first."""
-    return [(s / n) / (b / m) for s, n, b, m in zip(sub.time_rt, sub.calls, base.time_rt,
-                                                     base.calls) if b > 0]
+    """The two contenders' time per call on the clock, one over the other, per pair of rounds
+    with the submission first in one and second in the other (the geometric mean of the two
+    rounds' ratios): a host that slows down for a while slows both turns of a round (this VM's
+    batches vary by ±20 % from round to round, their ratio by a few percent), and the pair
+    cancels the place's own cost (several %: `balanced_median`), so the ratio settles first."""
+    ratios = [((s / n) / (b / m), first) for s, n, b, m, first in zip(
+        sub.time_rt, sub.calls, base.time_rt, base.calls, sub.first) if b > 0 and s > 0]
+    ahead = [r for r, first in ratios if first]
+    behind = [r for r, first in ratios if not first]
+    if len(sub.first) != len(sub.time_rt):  # no places recorded: round by round
+        return [r for r, _ in ratios]
+    return [math.sqrt(a * b) for a, b in zip(ahead, behind)]
 
 
 def _turn(request: Request, role: str, got: Samples, prepare: bool, calls: int = 1,
