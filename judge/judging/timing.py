@@ -1,7 +1,7 @@
 """Timing one test point: the submission and the baseline alternate, and the time that scores.
 
-Trusted side. A round gives each contender, in a random order, one timed turn: a batch of
-consecutive calls of `run_kernel`, each on its own fresh inputs. On the CPU device the judge
+Trusted side. A round gives each contender one timed turn (each first in half the rounds): a
+batch of consecutive calls of `run_kernel`, each on its own fresh inputs. On the CPU device the judge
 flushes the cache from a process of its own (judge/judging/flusher.py) and sends one `time`
 request; on a GPU the harness gets a `prepare` request first (copy the batch's inputs to the
 device, poison the outputs there, flush the L2), then `time` (the calls alone), then `collect`
@@ -464,8 +464,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                floor_loader: str | None = None, audit: bool = False,
                throttled: Callable[[], bool] | None = None,
                max_calls: int = 1) -> dict[str, Samples]:
-    """Alternate turns between the two contenders in a random order each round, until both
-    contenders' times per call reach the target relative standard error (or a cap is hit); the
+    """Alternate turns between the two contenders, each first in half the rounds (`_order`),
+    until their paired ratio reaches the target relative standard error (or a cap is hit); the
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
     until it lasts BATCH_MS on the judge's clock (a round with a shorter batch is not scored).
     In the first rounds the baseline's harness also times what the requests carry besides the
