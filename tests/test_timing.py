@@ -196,6 +196,17 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     sub = outputs["submission"]
     left = next(path for index, slot, path in fresh.kept("submission") if (index, slot) == (25, 3))
     assert left.read_bytes() == sub._poisoned[3 * sub.stride:][:sub.size].numpy().tobytes()
+    empty = {role: SharedTensors(tmp_path / f"{role}0.raw", [([0], "float32"), ([3], "int32")],
+                                 True, 2) for role in outputs}
+    quiet = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, empty,
+                        tmp_path / "kept0", KEEP_2)
+    for index in range(3):  # an empty output is never suspect (the other one decides)
+        quiet.begin(2)
+        for role, shared in empty.items():
+            for slot, (_, t) in enumerate(shared.slots):
+                t.copy_(torch.tensor([index, slot, 7]))
+            quiet.end(role, 2)
+    assert quiet.suspects == {"submission": [], "baseline": []}
     fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
                         tmp_path / "kept2", KEEP_2)
     for _ in range(10):  # outputs never written: at most MAX_SUSPECTS kept

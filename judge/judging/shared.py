@@ -71,7 +71,8 @@ class SharedTensors:
 
     def positions(self, samples: int, generator: torch.Generator) -> list[torch.Tensor]:
         """`samples` element positions drawn at random in each output (see `sample`)."""
-        return [torch.randint(t.numel(), (samples,), generator=generator) for t in self.slots[0]]
+        return [torch.randint(t.numel(), (samples,), generator=generator) if t.numel()
+                else torch.zeros(0, dtype=torch.long) for t in self.slots[0]]
 
     def sample(self, slots: int, positions: list[torch.Tensor],
                poisoned: bool = False) -> list[torch.Tensor]:
