@@ -142,41 +142,31 @@ class SandboxProcess(ABC):
         return True
 
     def _add_stdout(self, chunk: bytes) -> None:
-        arrived = time.perf_counter()  # as the reader thread got it (see `received_at`)
         data = self._partial + chunk
         *lines, self._partial = data.split(b"\n")
         for line in lines:
-            self._lines.put((line[:MAX_PROTOCOL_LINE], arrived))
+            self._lines.put(line[:MAX_PROTOCOL_LINE])
         if len(self._partial) > MAX_PROTOCOL_LINE:
-            self._lines.put((self._partial[:MAX_PROTOCOL_LINE], arrived))
+            self._lines.put(self._partial[:MAX_PROTOCOL_LINE])
             self._partial = b""
 
     def _stdout_closed(self) -> None:
         self._lines.put(None)
 
-    # When the last message was written (`send`) and when the line `receive` returned had been
-    # read from the process (perf_counter seconds): a request's round trip without the reader
-    # thread's hand-over to the caller (a wake-up and the GIL: most of a 0.3-0.4 ms empty
-    # request's round trip and of its jitter on a busy VM)
-    sent_at = received_at = 0.0
-
     def send(self, message: dict) -> None:
-        data = json.dumps(message).encode() + b"\n"
         try:
-            self.sent_at = time.perf_counter()
-            self._write(data)
+            self._write(json.dumps(message).encode() + b"\n")
         except OSError as exc:
             raise ProcessDied(f"the sandboxed process is gone ({exc})") from None
 
     def receive(self, timeout: float) -> dict:
         try:
-            got = self._lines.get(timeout=timeout)
+            line = self._lines.get(timeout=timeout)
         except queue.Empty:
             raise ReplyTimeout(f"no answer within {timeout:.1f} s") from None
-        if got is None:
+        if line is None:
             self._lines.put(None)
             raise ProcessDied("the sandboxed process exited")
-        line, self.received_at = got
         try:
             message = json.loads(line)
         except ValueError:

@@ -717,8 +717,7 @@ class JudgingRun:
 
             def request(role: str, op: str, **fields) -> dict:
                 who = by_role[role]
-                reply = self._guard(who, lambda: who.request(op, run_s, **fields), sub)
-                return {**reply, timing_loop.STAMPS: (who.proc.sent_at, who.proc.received_at)}
+                return self._guard(who, lambda: who.request(op, run_s, **fields), sub)
 
             def freeze(role: str, frozen: bool) -> None:
                 if not by_role[role].proc.freeze(frozen):

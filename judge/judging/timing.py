@@ -598,28 +598,16 @@ def _turn(request: Request, role: str, got: Samples, prepare: bool, calls: int =
               **({"empty": empty} if empty else {})}
     staged = 0.0
     if prepare:
-        staged += _round_trip(request, role, "prepare", fresh=True, calls=calls)[0]
-    rt, reply = _round_trip(request, role, "time", **fields)
-    got.time_rt.append(rt)
+        sent = time.perf_counter()
+        request(role, "prepare", fresh=True, calls=calls)
+        staged += time.perf_counter() - sent
+    sent = time.perf_counter()
+    reply = request(role, "time", **fields)
+    got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])
     got.calls.append(calls)
     if prepare:
-        staged += _round_trip(request, role, "collect")[0]
-        got.prepare_rt.append(staged)
-
-
-# Where a reply carries the judge's own stamps of its request (perf_counter seconds: as the
-# request was written, as the reply was read from the process, before any hand-over between the
-# judge's threads): a key no JSON object can hold, so no run can put it in its reply
-STAMPS = ("judge", "stamps")
-
-
-def _round_trip(request: Request, role: str, op: str, **fields) -> tuple[float, dict]:
-    """A request's round trip in milliseconds, and its reply: from the judge's stamps where the
-    reply carries them (STAMPS), else around the call."""
-    sent = time.perf_counter()
-    reply = request(role, op, **fields)
-    if STAMPS in reply:
-        written, read = reply[STAMPS]
-        return (read - written) * 1000, reply
-    return (time.perf_counter() - sent) * 1000, reply
+        sent = time.perf_counter()
+        request(role, "collect")
+        staged += time.perf_counter() - sent
+        got.prepare_rt.append(staged * 1000)
