@@ -53,7 +53,8 @@ def test_score_expression():
 
 def test_no_point_is_charged_under_its_floor_or_the_roofline():
     """A time under the empty call's floor or the roofline is raised to the higher bound, and
-    flagged when clearly under it; an honest time above both is left alone."""
+    held when clearly under the roofline (under the floor, the clock's noise: only raised); an
+    honest time above both is left alone."""
     from types import SimpleNamespace
 
     from judge.host.device import DeviceInfo
@@ -83,9 +84,9 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     cpu._least = lambda *args: JudgingRun._least(cpu, *args)
     assert cpu.roofline_ms(test) is None
     assert JudgingRun._physical(cpu, report, test, 0.0001) == 0.004
-    assert "under the empty call's floor" in cpu.result.flags[-1]
-    assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004  # within the margin: no flag
-    assert len(cpu.result.flags) == 1 and [h["by"] for h in cpu.result.holds] == ["floor"]
+    assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004
+    # the clock under the floor is the clock's noise, not a forgery: charged at it, not held
+    assert not cpu.result.flags and not cpu.result.holds
 
 
 def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_floor():
