@@ -1,5 +1,6 @@
 """The judge's clock against the harness's reports (judge/judging/timing.py), on synthetic samples."""
 
+import math
 import random
 import statistics
 from pathlib import Path
@@ -109,6 +110,8 @@ KEEP_2 = {"submission": 2, "baseline": 2}
 class _Outputs:
     """Stands in for a contender's shared outputs: what it 'wrote' in the current round."""
 
+    size = 8  # bytes of a set of outputs
+
     def __init__(self):
         self.round = -1
 
@@ -140,7 +143,7 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     counts: Counter[tuple[int, int]] = Counter()
     for trial in range(trials):
         outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-        fresh = FreshRounds(lambda index, slot: index, lambda drawn, slot: None, outputs,
+        fresh = FreshRounds(lambda index, slot: index, lambda sets: None, outputs,
                             tmp_path / str(trial), dict.fromkeys(outputs, keep))
         for _ in range(rounds):
             fresh.begin(3)
@@ -156,6 +159,33 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     assert all(abs(n - expected) < 0.25 * expected for n in counts.values()), counts
 
 
+def test_the_reservoir_draws_uniformly_from_a_long_stream_in_few_picks():
+    """Algorithm L over a tiny point's thousands of calls a turn: every call equally likely to be
+    kept, however the stream is cut into turns, and only ~k log(n/k) of them ever picked (each
+    pick copies a call's outputs)."""
+    import random
+
+    from judge.judging.timing import Reservoir
+
+    size, length, trials = 10, 2000, 1500
+    deciles, picks = [0] * 10, 0
+    generator = random.Random(3)
+    for _ in range(trials):
+        reservoir, place_of, start = Reservoir(size, generator), {}, 0
+        while start < length:
+            count = min(generator.choice([1, 7, 300, 1024]), length - start)
+            for offset, place in reservoir.picks(count):
+                place_of[place] = start + offset
+                picks += 1
+            start += count
+        assert sorted(place_of) == list(range(size))
+        for item in place_of.values():
+            deciles[item * 10 // length] += 1
+    expected = trials * size / 10
+    assert all(abs(n - expected) < 0.08 * expected for n in deciles), deciles
+    assert picks / trials < 2 * size * (1 + math.log(length / size))
+
+
 def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     """The draw checks few calls where outputs are large (8 of vector_add's 4 MB point): a run
     that skipped the work in one call in sixteen there escaped 60 % of the time, leaving the
@@ -168,7 +198,7 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     specs = [([1000], "float32"), ([10], "int64")]
     outputs = {role: SharedTensors(tmp_path / f"{role}.raw", specs, True, 4)
                for role in ("submission", "baseline")}
-    fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
+    fresh = FreshRounds(lambda index, slot: None, lambda sets: None, outputs,
                         tmp_path / "kept", KEEP_2)
     skipped = {(25, 3): "left", (31, 0): "half", (33, 1): "zeros", (35, 2): "stale",
                (37, 0): "stale"}
@@ -198,7 +228,7 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     assert left.read_bytes() == sub._poisoned[3 * sub.stride:][:sub.size].numpy().tobytes()
     empty = {role: SharedTensors(tmp_path / f"{role}0.raw", [([0], "float32"), ([3], "int32")],
                                  True, 2) for role in outputs}
-    quiet = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, empty,
+    quiet = FreshRounds(lambda index, slot: None, lambda sets: None, empty,
                         tmp_path / "kept0", KEEP_2)
     for index in range(3):  # an empty output is never suspect (the other one decides)
         quiet.begin(2)
@@ -207,7 +237,7 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
                 t.copy_(torch.tensor([index, slot, 7]))
             quiet.end(role, 2)
     assert quiet.suspects == {"submission": [], "baseline": []}
-    fresh = FreshRounds(lambda index, slot: None, lambda drawn, slot: None, outputs,
+    fresh = FreshRounds(lambda index, slot: None, lambda sets: None, outputs,
                         tmp_path / "kept2", KEEP_2)
     for _ in range(10):  # outputs never written: at most MAX_SUSPECTS kept
         fresh.begin(4)
@@ -267,6 +297,33 @@ def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp
     assert not (tmp_path / "fresh.raw").exists()
 
 
+@pytest.mark.parametrize("floats", [3, 3000])
+def test_a_rounds_sets_are_each_written_to_their_own_call(tmp_path, floats):
+    """A round's sets written together (small ones a tensor at a time across the round, large
+    ones a set at a time) land each in its own call's place, converted to the file's dtypes,
+    whatever their element widths (1 to 8 bytes)."""
+    import torch
+
+    from judge.judging.shared import SharedTensors
+
+    specs = [([2], "float64"), ([0], "int64"), ([floats], "float32"), ([3], "float16"),
+             ([2], "bool")]  # in an order that keeps each aligned (the harness maps them so)
+    shared = SharedTensors(tmp_path / "fresh.raw", specs, writable_by_others=False, slots=5)
+    sets = [[torch.tensor([slot + 0.5, -slot - 2.0], dtype=torch.float64),
+             torch.zeros(0, dtype=torch.int64), torch.arange(floats, dtype=torch.float64) + slot,
+             torch.full((3,), slot / 4, dtype=torch.float16), torch.tensor([slot % 2 == 0, True])]
+            for slot in range(4)]
+    try:
+        shared.poison()
+        shared.write_sets(sets)
+        for slot, values in enumerate(sets):
+            for got, want in zip(shared.slots[slot], values):
+                assert torch.equal(got, want.to(got.dtype)), (slot, got, want)
+        assert shared.slots[4][2].isnan().all()  # a place no set was written to: untouched
+    finally:
+        shared.close()
+
+
 def test_inputs_drawn_on_another_device_are_copied_through_the_host(tmp_path):
     """On a GPU the judge draws each round's inputs on the device: the write must bring them to
     the host first (a device pointer handed to memmove crashed the judge at the first timed
@@ -321,7 +378,7 @@ def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp
         return f"inputs of call {slot} of round {index}"
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    fresh = FreshRounds(draw, lambda values, slot: written.append(values), outputs, tmp_path,
+    fresh = FreshRounds(draw, written.extend, outputs, tmp_path,
                         KEEP_2)
     batches = (1, 2, 2, 3, 1)
     for done, calls in enumerate(batches):
@@ -385,7 +442,7 @@ def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timi
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=400, max_reps=400, max_s=60, target_rse=1e-9,
                     input_sets=1)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
@@ -412,7 +469,7 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      floor_loader="native")
@@ -441,13 +498,13 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
         return 10 < len(turns) <= 20  # rounds 5 to 9 ran hot
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=20, max_reps=20, max_s=60, target_rse=1e-9)
     got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
                      throttled=throttled)
     assert len(got["submission"].reported) == len(got["baseline"].reported) == 20
     assert got["submission"].throttled == 5 and rounds.rounds == 25
-    always = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    always = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     with pytest.raises(GpuThrottled):
         interleave(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
@@ -468,7 +525,7 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
         return {"ms": 10.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     got = interleave(request, lambda role, frozen: None,
                      Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
                      rounds, flush=lambda: None)
@@ -537,7 +594,7 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
         return {"ms": 1.0}
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
-    rounds = FreshRounds(lambda i, slot: i, lambda drawn, slot: None, outputs, tmp_path, KEEP_2)
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     for reps in (7, 20, 21):
         timing = Timing(warmup_s=0, min_reps=reps, max_reps=reps, max_s=60, target_rse=1e-9)
         got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None)

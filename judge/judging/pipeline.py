@@ -729,9 +729,9 @@ class JudgingRun:
 
             self.result.applied.setdefault("frozen_between_turns", True)
             rounds = timing_loop.FreshRounds(
-                draw_inputs, fresh_inputs.write, outputs, self.workdir / "kept" / test.name,
+                draw_inputs, fresh_inputs.write_sets, outputs, self.workdir / "kept" / test.name,
                 timing_loop.checked_calls(timing.checked_calls, output_bytes),
-                self.contender_cpu_set)
+                self.contender_cpu_set, set_bytes=fresh_inputs.size)
             try:
                 samples = timing_loop.interleave(
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,

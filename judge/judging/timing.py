@@ -118,6 +118,11 @@ MAX_CHECKED = 256
 # constant output) passes its checks; more of them would only cost.
 SKIP_SAMPLES = 64
 MAX_SUSPECTS = 16
+PARALLEL_DRAW_BYTES = 64 << 10  # a call's inputs drawn on several threads from this size
+# A kept call's outputs up to this size are held in the judge's memory until checked (at most
+# CHECKED_BYTES a contender, or the problem's own count of calls of this size), larger ones
+# written to a file at once
+HELD_BYTES = 1 << 20
 
 
 def looks_skipped(got: list[torch.Tensor], poison: list[torch.Tensor],
@@ -320,9 +325,9 @@ Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that co
 
 def cpu_pool() -> tuple[ThreadPoolExecutor, int]:
     """Threads of the judge, one per CPU, and how many, for work done while both contenders
-    wait: a round's draws (torch releases the GIL in its generators; each set has a generator
-    of its own), the kept calls' checks. This process's own (a pool made before a fork has no
-    threads in the child)."""
+    wait: a round's draws of large sets (torch releases the GIL in its generators; each thread
+    has a generator of its own, seeded for each set), the kept calls' checks. This process's
+    own (a pool made before a fork has no threads in the child)."""
     return _cpu_pool_of(os.getpid())
 
 
@@ -339,8 +344,8 @@ class FreshRounds:
     outputs look skipped at a sample of their elements (`looks_skipped`), up to MAX_SUSPECTS.
 
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
-    which no contender maps) and `write(drawn, slot)` writes them where both contenders read
-    them (on `cpus`, the contenders' CPUs, where given); `outputs[role]` is that contender's
+    which no contender maps) and `write(drawn)` writes a round's, a set per call, where both
+    contenders read them (on `cpus`, the contenders' CPUs, where given); `outputs[role]` is that contender's
     output tensors, a set per call of a batch, shared with it (judge/judging/shared.py); kept
     outputs are written to `kept_dir`, which no sandbox mounts.
 
@@ -353,15 +358,15 @@ class FreshRounds:
     million normal floats here). No contender sees a round's inputs before it begins.
     """
 
-    def __init__(self, draw: Callable[[int, int], object], write: Callable[[object, int], None],
+    def __init__(self, draw: Callable[[int, int], object], write: Callable[[list], None],
                  outputs: dict[str, SharedTensors], kept_dir: Path, keep: dict[str, int],
-                 cpus: set[int] | None = None):
+                 cpus: set[int] | None = None, set_bytes: int = 0):
         self.draw = draw
-        self.write = write
+        self.set_bytes = set_bytes  # of a call's inputs
+        self.write = write  # all the sets of a round, in call order
         self.cpus = cpus  # where the writes are made (see on_cpus)
         self.outputs = outputs
         self.kept_dir = kept_dir
-        self.keep = keep
         self.rounds = 0
         self.calls = 0  # sets of the current round
         self.seen = dict.fromkeys(outputs, 0)  # calls of each contender so far
@@ -369,7 +374,11 @@ class FreshRounds:
         # seeded from the OS: no run sees a draw, and a run cannot read the judge's memory (the
         # OS's generator for each of a tiny point's ~70,000 picks a judging cost 0.25 s)
         seed = random.SystemRandom()
-        self._random = random.Random(seed.getrandbits(128))
+        generator = random.Random(seed.getrandbits(128))
+        self._reservoirs = {role: Reservoir(keep[role], generator) for role in outputs}
+        # the kept calls' outputs, by place in the reservoir: small ones held here until `kept`
+        # (a file written per pick cost a tiny point ~0.2 ms each, thousands a judging)
+        self._held: dict[str, dict[int, bytes]] = {r: {} for r in outputs}
         self._sampler = torch.Generator().manual_seed(seed.getrandbits(63))
         self.suspects: dict[str, list[tuple[int, int]]] = {r: [] for r in outputs}
         # where the next turn's outputs are sampled (drawn after the turn before), and what the
@@ -383,14 +392,15 @@ class FreshRounds:
         """Start a round of batches of up to `calls` calls (both contenders frozen)."""
         index, self.rounds, self.calls = self.rounds, self.rounds + 1, calls
         drawers, threads = cpu_pool()
-        parts = min(calls, threads)  # a part per thread: a task costs ~50 us
+        # a part per thread where a set's drawing releases the GIL long enough to pay for it
+        # (a task costs ~50 us; a thousand tiny sets drew no faster on two threads than on one)
+        parts = min(calls, threads if self.set_bytes >= PARALLEL_DRAW_BYTES else 1)
         bounds = [calls * part // parts for part in range(parts + 1)]
-        drawn = [values for part in drawers.map(
+        drawn = [values for part in (drawers.map if parts > 1 else map)(
             lambda b: [self.draw(index, slot) for slot in range(*b)], zip(bounds, bounds[1:]))
             for values in part]
         with on_cpus(self.cpus):
-            for slot, values in enumerate(drawn):
-                self.write(values, slot)
+            self.write(drawn)
             for shared in self.outputs.values():
                 shared.poison(calls)
 
@@ -398,13 +408,15 @@ class FreshRounds:
         """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls
         the reservoir keeps."""
         index, calls = self.rounds - 1, min(calls, self.calls)
-        for slot in range(calls):
-            seen, self.seen[role] = self.seen[role], self.seen[role] + 1
-            pick = seen if seen < self.keep[role] else self._random.randrange(seen + 1)
-            if pick < self.keep[role]:
-                self.slots[role][pick] = (index, slot)
-                (self.kept_dir / role / f"{pick}.raw").write_bytes(
-                    self.outputs[role].snapshot(slot))
+        shared = self.outputs[role]
+        for slot, place in self._reservoirs[role].picks(calls):
+            self.slots[role][place] = (index, slot)
+            if shared.size <= HELD_BYTES:
+                self._held[role][place] = shared.snapshot(slot)
+            else:
+                self._held[role].pop(place, None)
+                (self.kept_dir / role / f"{place}.raw").write_bytes(shared.snapshot(slot))
+        self.seen[role] += calls
         self._keep_suspects(role, index, calls)
 
     def _keep_suspects(self, role: str, index: int, calls: int) -> None:
@@ -423,11 +435,50 @@ class FreshRounds:
     def kept(self, role: str) -> list[tuple[int, int, Path]]:
         """(round index, call in the round, output file) of every kept call, in call order:
         the reservoir's and the suspects'."""
-        kept = {(index, slot): self.kept_dir / role / f"{pick}.raw"
-                for pick, (index, slot) in self.slots[role].items()}
+        for place, held in self._held[role].items():
+            (self.kept_dir / role / f"{place}.raw").write_bytes(held)
+        self._held[role].clear()
+        kept = {(index, slot): self.kept_dir / role / f"{place}.raw"
+                for place, (index, slot) in self.slots[role].items()}
         for number, call in enumerate(self.suspects[role], 1):
             kept.setdefault(call, self.kept_dir / role / f"suspect{number}.raw")
         return sorted((index, slot, path) for (index, slot), path in kept.items())
+
+
+class Reservoir:
+    """A uniformly random draw of `size` items from a stream whose length is known only at its
+    end (Li's Algorithm L: the index of the next item that replaces one is drawn directly, so
+    that skipped items cost nothing: a tiny point's ~100,000 calls make ~1,500 picks)."""
+
+    def __init__(self, size: int, generator: random.Random):
+        self.size, self.generator = size, generator
+        self.seen = 0
+        self._weight, self._next = 1.0, size - 1
+        self._advance()
+
+    def picks(self, count: int) -> list[tuple[int, int]]:
+        """Of the next `count` items, those kept: (offset among them, place in the draw), in
+        stream order (a place picked twice holds the later item)."""
+        start, end = self.seen, self.seen + count
+        kept = [(i - start, i) for i in range(start, min(end, self.size))]
+        while self._next < end:
+            kept.append((self._next - start, self.generator.randrange(self.size)))
+            self._advance()
+        self.seen = end
+        return kept
+
+    def _advance(self) -> None:
+        if self.size <= 0:
+            self._next = math.inf
+            return
+        self._weight *= math.exp(math.log(self._uniform()) / self.size)
+        skip = (math.floor(math.log(self._uniform()) / math.log1p(-self._weight))
+                if self._weight < 1 else 0)
+        self._next += skip + 1
+
+    def _uniform(self) -> float:
+        """In (0, 1): both ends would break the logarithms."""
+        return (self.generator.getrandbits(53) + 0.5) / (1 << 53)
 
 
 @contextlib.contextmanager
@@ -555,7 +606,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 return samples
             if n >= timing.min_reps and scoring.converged(
                     _paired_ratios(samples["submission"], base), timing.target_rse,
-                    max(3, math.ceil(timing.min_reps / 2))):
+                    math.ceil(timing.min_reps / 2)):
                 return samples
     finally:
         sys.setswitchinterval(switch)
