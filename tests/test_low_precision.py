@@ -79,6 +79,30 @@ def test_poison_is_nan_for_fp8_and_random_bytes_for_fp4():
     assert not torch.equal(a, b) and len(torch.unique(a)) > 200
 
 
+def test_a_gpus_fp4_outputs_are_poisoned_with_the_judges_own_bytes():
+    """On a GPU the harness poisons the device's outputs before a turn. fp4's poison is random
+    bytes: the harness's own differed from those the judge wrote in the shared file, so that a
+    call that left its fp4 outputs unwritten did not look skipped to the judge (which compares
+    a sample with its file's poison). The harness now copies the judge's bytes (float outputs:
+    NaN either way). Device tensors are stood in for by host ones."""
+    from types import SimpleNamespace
+
+    from judge.harness.main import Harness
+
+    judged = torch.zeros(512, dtype=torch.float4_e2m1fn_x2)
+    poison(judged)  # in the judge's file
+    fresh = SimpleNamespace(staged=True, stage_in=lambda: None,
+                            outputs={"q": torch.zeros(512, dtype=torch.float4_e2m1fn_x2),
+                                     "y": torch.zeros(8)},
+                            host_outputs={"q": judged, "y": torch.zeros(8)})
+    harness = object.__new__(Harness)
+    harness.fresh = [fresh]
+    harness.device = SimpleNamespace(flush_cache=lambda: None, synchronize=lambda: None)
+    harness.op_prepare({"fresh": True, "calls": 1})
+    assert torch.equal(fresh.outputs["q"].view(torch.uint8), judged.view(torch.uint8))
+    assert fresh.outputs["y"].isnan().all()
+
+
 def test_an_input_changed_in_any_bit_is_modified(tmp_path):
     args = [{"name": "a", "role": "input"}, {"name": "s", "role": "input"},
             {"name": "z", "role": "input"}, {"name": "c", "role": "output"}]

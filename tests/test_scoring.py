@@ -75,8 +75,9 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     roof = run.roofline_ms(test)
     assert roof == pytest.approx(3 * 4 * 16777216 / 4.8e12 * 1000)  # 0.042 ms of HBM
     report = TestReport(test.name, floor_ms=0.004)
-    assert JudgingRun._physical(run, report, test, 0.05) == 0.05 and not run.result.flags
-    assert JudgingRun._physical(run, report, test, 0.0001) == pytest.approx(roof)
+    assert JudgingRun._physical(run, report, test, 0.05) == pytest.approx((0.05, roof))
+    assert not run.result.flags
+    assert JudgingRun._physical(run, report, test, 0.0001) == pytest.approx((roof, roof))
     assert "under the roofline" in run.result.flags[-1]
     assert [h["by"] for h in run.result.holds] == ["roofline"]  # held off the boards
     cpu = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
@@ -85,8 +86,9 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     cpu._hold = lambda *args: JudgingRun._hold(cpu, *args)
     cpu._least = lambda *args: JudgingRun._least(cpu, *args)
     assert cpu.roofline_ms(test) is None
-    assert JudgingRun._physical(cpu, report, test, 0.0001) == 0.004
-    assert JudgingRun._physical(cpu, report, test, 0.0038) == 0.004
+    assert JudgingRun._physical(cpu, report, test, 0.0001) == (0.004, 0.004)
+    assert JudgingRun._physical(cpu, report, test, 0.0038) == (0.004, 0.004)
+    assert JudgingRun._physical(cpu, report, test, 0.0050) == (0.005, 0.004)
     # the clock under the floor is the clock's noise, not a forgery: charged at it, not held
     assert not cpu.result.flags and not cpu.result.holds
 

@@ -366,8 +366,11 @@ def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
 def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp_path):
     """Drawing ahead on the judge's CPU during the turns made this VM's batches vary by up to
     130 %: a round's inputs are all drawn in `begin` (contenders frozen, on every CPU), each
-    round exactly its own, and nothing is left drawing once it returns."""
+    round exactly its own, and nothing is left drawing once it returns. (The code that drew
+    ahead did so only when given CPUs to draw on, a parameter gone since: this guards against
+    its return, it cannot be run against that code.)"""
     import threading
+    import time
 
     from judge.judging.timing import FreshRounds
 
@@ -383,6 +386,7 @@ def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp
     batches = (1, 2, 2, 3, 1)
     for done, calls in enumerate(batches):
         fresh.begin(calls)
+        time.sleep(0.05)  # a thread left drawing for a later round would have drawn by now
         assert len(drawn) == sum(batches[:done + 1])  # none drawn for a later round
     assert written == [f"inputs of call {slot} of round {i}"
                        for i, calls in enumerate(batches) for slot in range(calls)]
@@ -565,6 +569,22 @@ def test_the_drawing_threads_are_each_processs_own():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_spread_reported_is_not_the_place_in_a_round():
+    """Turns that differ only by their place in the round (the first 10 % slower) are one
+    time: the spread and standard error reported with it are those within a place, not the
+    distance between the two places (an IQR of 10 % before)."""
+    from judge.judging.timing import Floor
+
+    places = [True, False] * 20
+    got = Samples(time_rt=[1.1 if f else 1.0 for f in places], calls=[1] * 40,
+                  first=places).stats(Floor())
+    assert got.median == pytest.approx(1.1 ** 0.5)
+    assert got.iqr_rel == pytest.approx(0.0, abs=1e-9) and got.rse == pytest.approx(0.0, abs=1e-9)
+    noisy = Samples(time_rt=[(1.1 if f else 1.0) * (1 + 0.02 * (i % 5 - 2)) for i, f in
+                             enumerate(places)], calls=[1] * 40, first=places).stats(Floor())
+    assert 0.01 < noisy.iqr_rel < 0.05
 
 
 def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_path):

@@ -615,8 +615,14 @@ class Harness:
             self.prepared = [self.sets[self.next_set]]
             self.next_set = (self.next_set + 1) % len(self.sets)
         for inputs in self.prepared:
-            for t in inputs.outputs.values():
-                poison(t)
+            for name, t in inputs.outputs.items():
+                if inputs.staged and t.dtype in _PACKED:
+                    # the judge's own random poison, from the shared file it just poisoned:
+                    # the judge recognises a call that left it (judging/timing.looks_skipped)
+                    t.view(torch.uint8).copy_(inputs.host_outputs[name].view(torch.uint8),
+                                              non_blocking=True)
+                else:
+                    poison(t)
         self.device.flush_cache()
         self.device.synchronize()  # on a GPU the copies and fills are asynchronous
         return {"ok": True}

@@ -853,19 +853,20 @@ class JudgingRun:
         return max(((k, v) for k, v in bounds.items() if v), key=lambda kv: kv[1],
                    default=(None, 0.0))
 
-    def _physical(self, report: TestReport, test: TestPoint, ms: float) -> float:
+    def _physical(self, report: TestReport, test: TestPoint, ms: float) -> tuple[float, float]:
         """No point below physics: a time under the bound (`_least`) is charged at it, and held
         for review when clearly under the roofline. Under the empty call's floor it is only
         charged: the judge's clock is no forgery, and at a tiny point, where an honest call costs
         about the empty call, its noise put an honest loop.cpp 12 % under the floor in one
-        judging of four (the report under the floor is what holds: `_fill_timing`)."""
+        judging of four (the report under the floor is what holds: `_fill_timing`). Returns
+        the time charged and the bound."""
         name, least = self._least(report, test)
         if ms >= least:
-            return ms
+            return ms, least
         if not name.endswith("floor") and ms < (1 - timing_loop.PHYSICS_MARGIN) * least:
             self._hold("roofline", test,
                        f"{ms:.4f} ms per call is under {name} ({least:.4f} ms): charged at it")
-        return least
+        return least, least
 
     def _hold(self, by: str, test: TestPoint, what: str) -> None:
         """A flag that holds the result off the boards until an organizer clears it."""
@@ -874,11 +875,11 @@ class JudgingRun:
 
     def _fill_timing(self, report: TestReport, test: TestPoint, charge: timing_loop.Charge,
                      sub: scoring.Stats, base: scoring.Stats) -> None:
-        ms = self._physical(report, test, charge.ms)
+        ms, least = self._physical(report, test, charge.ms)
         # the baseline's time is held to the same bound: where both calls cost about the
         # empty call (tiny points), the clock's noise put the submission's under it and not the
         # baseline's as often as not, and its speedup fell to 0.3-0.8 for the baseline's own code
-        report.time_ms, report.baseline_ms = ms, max(base.median, self._least(report, test)[1])
+        report.time_ms, report.baseline_ms = ms, max(base.median, least)
         report.speedup = scoring.speedup(report.baseline_ms, ms)
         # a report short of the clock (a forged timer): by a significant excess, or below what an
         # empty call reports (which no call can be: the clock's noise cannot hide that one)

@@ -187,9 +187,11 @@ class Samples:
 
     def stats(self, floor: Floor) -> scoring.Stats:
         """The time per call's statistics, its median balanced over the turn's place in the
-        round (`balanced_median`)."""
+        round (`balanced_median`), its spread and standard error those within a place."""
         per_call = self.per_call(floor)
-        return replace(scoring.Stats.of(per_call), median=balanced_median(per_call, self.first))
+        within = scoring.Stats.of(_without_place(per_call, self.first))
+        return replace(scoring.Stats.of(per_call), median=balanced_median(per_call, self.first),
+                       rse=within.rse, iqr_rel=within.iqr_rel)
 
 
 def balanced_median(values: list[float], first: list[bool]) -> float:
@@ -204,6 +206,20 @@ def balanced_median(values: list[float], first: list[bool]) -> float:
         return statistics.median(values)
     a, b = statistics.median(ahead), statistics.median(behind)
     return math.sqrt(a * b) if a > 0 and b > 0 else (a + b) / 2
+
+
+def _without_place(values: list[float], first: list[bool]) -> list[float]:
+    """`values` each scaled by its place's median to their balanced median: what is left
+    varies within a place only (unchanged where there are not both places)."""
+    ahead = [v for v, f in zip(values, first) if f]
+    behind = [v for v, f in zip(values, first) if not f]
+    if not ahead or not behind or len(first) != len(values):
+        return values
+    medians = {True: statistics.median(ahead), False: statistics.median(behind)}
+    if min(medians.values()) <= 0:
+        return values
+    balanced = balanced_median(values, first)
+    return [v * balanced / medians[f] for v, f in zip(values, first)]
 
 
 @dataclass(frozen=True)
