@@ -118,6 +118,10 @@ class Settings:
     contender_cpus: str = setting("KJUDGE_CONTENDER_CPUS", "", "the CPUs contenders keep to, a "
                                   "cpuset list (empty: the last `cpu_threads` of the judge's)",
                                   "judging")
+    max_point_s: float = setting("KJUDGE_MAX_POINT_S", 0.0, "the most seconds the timing of one "
+                                 "test point may take, whatever its problem's `timing.max_s` "
+                                 "(0: the problem's): a bound on a busy deployment's latency, "
+                                 "paid in precision", "judging")
     # -- toolchains and devices ------------------------------------------------------------------
     cxx: str = setting("KJUDGE_CXX", "g++", "the cpp compiler", "toolchain")
     cxxflags: str = setting("KJUDGE_CXXFLAGS", "-O3 -march=native -std=c++17", "its flags",

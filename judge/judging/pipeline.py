@@ -53,7 +53,8 @@ from judge.judging.warm import (
 )
 from judge.languages import Language, infer_language
 from judge.problem import exprs
-from judge.problem.schema import Problem, TestPoint
+from judge.problem.schema import Problem, TestPoint, Timing
+from judge.settings import settings
 from judge.verdicts import State, Verdict, overall_verdict
 from sandbox import (
     Mount,
@@ -689,7 +690,9 @@ class JudgingRun:
 
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
                    cases: list[TestCase], report: TestReport) -> None:
-        timing, run_s = self.spec.timing, self.spec.limits.run_s
+        timing, run_s = self.timing, self.spec.limits.run_s
+        if timing.max_s < self.spec.timing.max_s:
+            self.result.applied["max_point_s"] = timing.max_s
         by_role = {"submission": sub, "baseline": base}
         cpu_meter = self._cpu_meter(by_role)
         folder = self.inputs_mount.host / test.name
@@ -759,6 +762,12 @@ class JudgingRun:
         charge = timing_loop.charge(samples["submission"], samples["baseline"], floor)
         self._fill_timing(report, test, charge,
                           samples["submission"].stats(floor), samples["baseline"].stats(floor))
+
+    @property
+    def timing(self) -> Timing:
+        """The problem's timing, its time per point capped by the deployment (`max_point_s`)."""
+        timing, cap = self.spec.timing, settings().max_point_s
+        return timing.model_copy(update={"max_s": cap}) if 0 < cap < timing.max_s else timing
 
     def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
                         slots: int) -> SharedTensors:
