@@ -802,7 +802,8 @@ class JudgingRun:
     def _check_rounds(self, test: TestPoint, rounds: timing_loop.FreshRounds) -> None:
         """Check the outputs of each contender's kept calls (drawn once the calls were over);
         large ones on every CPU at once (the contenders wait; small ones pay more in threads
-        than they gain: 0.13 ms a check alone, 0.34 ms on two threads for a 15-float softmax)."""
+        than they gain: 0.13 ms a check alone, 0.34 ms on two threads for a 15-float softmax;
+        `python bench/round_cost.py` measures a check at every point)."""
         def check_call(kept: tuple[int, int, Path]) -> CheckReport:
             index, slot, path = kept
             inputs = self.reference.inputs(test, self._round_seed(test, index, slot))

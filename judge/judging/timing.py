@@ -104,7 +104,8 @@ SWITCH_INTERVAL_S = 5e-5  # the GIL's, while a test point is timed (see interlea
 # calls holds hundreds; a run that skips the work in one call of a hundred escapes 8 checks 92 %
 # of the time, 256 checks 8 %), as many as CHECKED_BYTES of outputs (the baseline's: a check of
 # the judge itself, BASELINE_CHECKED_BYTES), at most MAX_CHECKED. A check costs about as much as
-# drawing the call's inputs again (~15 ms for vector_add's 4 MB point here, ~1 ms at 256 KB).
+# drawing the call's inputs again (~20 ms for vector_add's 4 MB point here, ~2 ms at 256 KB:
+# bench/round_cost.py).
 CHECKED_BYTES = 16 << 20
 BASELINE_CHECKED_BYTES = 4 << 20
 MAX_CHECKED = 256
