@@ -77,6 +77,7 @@ class SandboxProcess(ABC):
         self._log = bytearray()
         self._lines: queue.Queue = queue.Queue()
         self._partial = b""
+        self._freeze_on_reply = False
 
     # -- what a backend provides -----------------------------------------------------------
     @abstractmethod
@@ -141,9 +142,17 @@ class SandboxProcess(ABC):
             return False
         return True
 
+    @abstractmethod
+    def _start_freeze(self, frozen: bool) -> None:
+        """Ask for the run to be frozen or thawed, without waiting; nothing where the host
+        cannot."""
+
     def _add_stdout(self, chunk: bytes) -> None:
         data = self._partial + chunk
         *lines, self._partial = data.split(b"\n")
+        if lines and self._freeze_on_reply:
+            self._freeze_on_reply = False
+            self._start_freeze(True)
         for line in lines:
             self._lines.put(line[:MAX_PROTOCOL_LINE])
         if len(self._partial) > MAX_PROTOCOL_LINE:
@@ -153,11 +162,19 @@ class SandboxProcess(ABC):
     def _stdout_closed(self) -> None:
         self._lines.put(None)
 
-    def send(self, message: dict) -> None:
+    def send(self, message: dict, turn: bool = False) -> None:
+        """Write a protocol line. With `turn` the run (frozen) is thawed once the line is
+        written, and frozen again as soon as the reader sees its next line, before the line is
+        handed over: a thread the run leaves working can run only within the judge's clock
+        around the request, and after the reply for as long as the kernel takes to stop it
+        (the caller waits in `freeze`, which says when that is done)."""
+        self._freeze_on_reply = turn
         try:
             self._write(json.dumps(message).encode() + b"\n")
         except OSError as exc:
             raise ProcessDied(f"the sandboxed process is gone ({exc})") from None
+        if turn:
+            self._start_freeze(False)
 
     def receive(self, timeout: float) -> dict:
         try:

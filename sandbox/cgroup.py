@@ -205,6 +205,11 @@ class Cgroup:
         directory = self.dirs.get("unified" if self.unified else "freezer")
         return directory is not None and freeze_dir(directory, frozen)
 
+    def start_freeze(self, frozen: bool = True) -> bool:
+        """Ask for the run to be frozen or thawed, without waiting (`freeze` waits)."""
+        directory = self.dirs.get("unified" if self.unified else "freezer")
+        return directory is not None and start_freeze(directory, frozen)
+
     def cpu_ns(self) -> int | None:
         """CPU time its tasks have used, in nanoseconds (None where not accounted)."""
         directory = self.dirs.get("unified" if self.unified else "cpuacct")
@@ -270,18 +275,40 @@ def mark_memory(directory: Path) -> int:
     return 0
 
 
+def _freezer(directory: Path, frozen: bool) -> tuple[Path, Path, str, str] | None:
+    """(control file, status file, value to write, status wanted) of a cgroup's freezer."""
+    if (directory / "cgroup.freeze").is_file():
+        value = str(int(frozen))
+        return directory / "cgroup.freeze", directory / "cgroup.events", value, f"frozen {value}"
+    if (directory / "freezer.state").is_file():
+        value = "FROZEN" if frozen else "THAWED"
+        return directory / "freezer.state", directory / "freezer.state", value, value
+    return None
+
+
+def start_freeze(directory: Path, frozen: bool = True) -> bool:
+    """Ask the kernel to freeze or thaw a cgroup, without waiting for it (freeze_dir waits)."""
+    freezer = _freezer(directory, frozen)
+    if freezer is None:
+        return False
+    try:
+        descriptor = os.open(freezer[0], os.O_WRONLY)
+        try:
+            os.write(descriptor, freezer[2].encode())
+        finally:
+            os.close(descriptor)
+        return True
+    except OSError:
+        return False
+
+
 def freeze_dir(directory: Path, frozen: bool, timeout_s: float = 5.0) -> bool:
     """Freeze or thaw a cgroup (v2 `cgroup.freeze`, v1 `freezer.state`), waiting until the
     kernel reports it done; False where the group has no freezer or it did not finish."""
-    if (directory / "cgroup.freeze").is_file():
-        control, status = directory / "cgroup.freeze", directory / "cgroup.events"
-        value = str(int(frozen))
-        wanted = f"frozen {value}"
-    elif (directory / "freezer.state").is_file():
-        control = status = directory / "freezer.state"
-        value = wanted = "FROZEN" if frozen else "THAWED"
-    else:
+    freezer = _freezer(directory, frozen)
+    if freezer is None:
         return False
+    control, status, value, wanted = freezer
     try:
         control.write_text(value)
         started = written = time.monotonic()

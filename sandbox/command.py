@@ -91,6 +91,10 @@ class PopenProcess(SandboxProcess):
     def freeze(self, frozen: bool) -> bool:
         return bool(self.cgroup and self.cgroup.freeze(frozen))
 
+    def _start_freeze(self, frozen: bool) -> None:
+        if self.cgroup:
+            self.cgroup.start_freeze(frozen)
+
     def cpu_ns(self) -> int | None:
         return self.cgroup.cpu_ns() if self.cgroup else None
 

@@ -29,7 +29,7 @@ from sandbox.base import (
     process_tree,
 )
 from sandbox.bwrap import python_paths
-from sandbox.cgroup import cpu_usage_ns, freeze_dir, mark_memory
+from sandbox.cgroup import cpu_usage_ns, freeze_dir, mark_memory, start_freeze
 
 LABEL = "kjudge.sandbox"
 OWNER_LABEL = "kjudge.owner"
@@ -158,6 +158,11 @@ class DockerProcess(SandboxProcess):
     def freeze(self, frozen: bool) -> bool:
         """The container's freezer, written directly (the Engine's pause is ~10 ms a call)."""
         return any(freeze_dir(Path(d), frozen) for d in self._cgroup_dirs("freezer"))
+
+    def _start_freeze(self, frozen: bool) -> None:
+        for directory in self._cgroup_dirs("freezer"):
+            if start_freeze(Path(directory), frozen):
+                return
 
     def cpu_ns(self) -> int | None:
         for directory in self._cgroup_dirs("cpuacct") + self._cgroup_dirs("cpu"):

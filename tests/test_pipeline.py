@@ -267,19 +267,13 @@ def run_kernel(a, b, c, n):
 """
 
 
-@pytest.mark.parametrize("forged,fair", [(FORGED_TIMER, SLOW_ADD),
-                                         (MOVED_AFTER_RETURN, COUNTED_ADD)],
-                         ids=["timer", "thread"])
-def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add, cpu,
-                                                                      default_sandbox, forged,
-                                                                      fair):
-    """The harness shares the contestant's process: its report can be lowered, or the work left
-    to a thread after the call returns (frozen between turns and kept to the contender's CPU, it
-    runs only while the run is thawed, and the run's CPU time over each turn is counted). The
-    judge's clock, or the run's CPU time, charges what it saw."""
-    honest = judge(vector_add, fair, cpu, default_sandbox, JudgeOptions(), language="torch")
-    result = judge(vector_add, forged, cpu, default_sandbox, JudgeOptions(), language="torch")
-    again = judge(vector_add, fair, cpu, default_sandbox, JudgeOptions(), language="torch")
+def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, default_sandbox):
+    """The harness shares the contestant's process: its report can be lowered. The judge's
+    clock charges what it saw, and a report far under it is flagged."""
+    honest = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
+    result = judge(vector_add, FORGED_TIMER, cpu, default_sandbox, JudgeOptions(),
+                   language="torch")
+    again = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert honest.verdict is Verdict.AC and result.verdict is Verdict.AC
     # this VM's speed drifts by ~20 % from one judging to the next: the honest run's
     # judging of the two around the cheat's is what it is held to (the faster one)
@@ -288,9 +282,25 @@ def test_time_hidden_from_the_harness_is_charged_by_the_judges_clock(vector_add,
         assert cheat.time_ms >= 0.85 * control >= 0.4, (cheat.time_ms, control)
     # the speedups also carry the two judgings' baselines, which differ by up to ~30 % here
     assert result.speedup <= 1.5 * honest.speedup
-    if forged is FORGED_TIMER:  # a report far under what was charged is flagged (a pipeline's
-        # report is honest: each call waits for the last one's deferred part)
-        assert any("charged" in flag for flag in result.flags), result.flags
+    assert any("charged" in flag for flag in result.flags), result.flags
+
+
+def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, tmp_path):
+    """MOVED_AFTER_RETURN leaves each call's slow part to a thread (one call in flight, so that
+    its outputs are right): a turn's last part runs after the reply. The run is thawed only
+    from the request's writing to the kernel's freeze after the reply, and the CPU time it got
+    after the reply is charged. The problem's baseline here does the same work in its calls
+    (COUNTED_ADD): the paired ratio, which the host's speed cancels out of, is what the deferral
+    gains. A turn holds 16 calls at the small points, 2 at the large one, where a run that
+    could finish the last call's part between turns would be ~1.35x its baseline."""
+    folder = tmp_path / "vector_add"
+    shutil.copytree(VA, folder)
+    (folder / "baseline.py").write_text(COUNTED_ADD)
+    result = judge(load_problem(folder), MOVED_AFTER_RETURN, cpu, default_sandbox,
+                   JudgeOptions(), language="torch")
+    assert result.verdict is Verdict.AC
+    for test in result.tests:
+        assert test.speedup < 1.12, (test.name, test.speedup, test.time_ms)
 
 
 def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,

@@ -14,12 +14,14 @@ REQUEST_MS, AROUND_MS = 0.12, 0.002  # a request's round trip; the harness's wor
 
 
 def samples(call: float, seed: int, reported: float | None = None, prepare: float = 0.0,
-            n: int = 60, drift: list[float] | None = None, unseen: float = 0.0) -> Samples:
+            n: int = 60, drift: list[float] | None = None, unseen: float = 0.0,
+            idle: list[float] | None = None) -> Samples:
     """n turns of batches of calls lasting `call` ms each (at least BATCH_MS a batch), as the
     judge's clock sees them; the harness reports `reported` (the call's time unless forged);
     `prepare`: the copies of a call (GPUs); `drift`, the host's slowdown of each turn, adds to
-    every request; `unseen`: work per turn outside the clock, seen by the CPU time alone."""
-    rng = random.Random(seed)
+    every request; `unseen`: work per turn outside the clock, seen by the CPU time alone;
+    `idle`: per turn, time on the clock off the CPU (a sleep, a preemption)."""
+    rng, cpu_rng = random.Random(seed), random.Random(-7919 * seed)
     calls = max(1, -int(-BATCH_MS // call))
     got = Samples()
     for i in range(n):
@@ -27,10 +29,13 @@ def samples(call: float, seed: int, reported: float | None = None, prepare: floa
         ms = call * rng.uniform(0.97, 1.03)
         got.calls.append(calls)
         got.reported.append(ms if reported is None else reported)
-        got.time_rt.append(REQUEST_MS + calls * (ms + AROUND_MS) + slow
+        off_cpu = idle[i] if idle else 0.0
+        got.time_rt.append(REQUEST_MS + calls * (ms + AROUND_MS) + slow + off_cpu
                            + rng.uniform(-0.01, 0.01))
         got.prepare_rt.append(0.3 + calls * prepare + slow + rng.uniform(-0.01, 0.01))
-        got.cpu.append(got.time_rt[-1] - 0.03 + unseen)
+        # the run is off the CPU for part of a request's round trip (measured here: ~0.7 ms,
+        # within ~0.1 ms from turn to turn)
+        got.cpu.append(got.time_rt[-1] - off_cpu - 0.7 + unseen + cpu_rng.gauss(0, 0.05))
     return got
 
 
@@ -93,15 +98,27 @@ def test_differences_below_the_allowance_are_not_flagged():
     assert not result.forged and result.ms < 0.5 * 1.03
 
 
-def test_cpu_time_outside_the_clock_is_charged():
-    """A thread that works after the reply (until the freeze) or before the request: the run's
-    CPU time over the turn beyond the clock's view, against the baseline's."""
-    honest = charge(samples(0.5, 1), baseline(0.15, 2))
-    assert not honest.charged_cpu
-    calls = -int(-BATCH_MS // 0.5)
-    unseen = 0.1 * BATCH_MS  # a tenth of the turn: above the allowance (5 % of it)
-    moved = charge(samples(0.5, 1, unseen=unseen), baseline(0.15, 2))
-    assert moved.charged_cpu and moved.ms == pytest.approx(0.5 + unseen / calls, rel=0.03)
+@pytest.mark.parametrize("call", [0.005, 0.5, 5.0, 20.0])
+def test_cpu_time_outside_the_clock_is_charged_at_every_size(call):
+    """A thread that works on after the reply, until the kernel has frozen the run (~0.3 ms a
+    turn here): the run's CPU time over the turn beyond the clock's view, against the
+    baseline's, charged whatever the turn's length (a 2 % gain on a 20 ms call is one)."""
+    assert not charge(samples(call, 1), baseline(0.15, 2)).charged_cpu
+    calls = max(1, -int(-BATCH_MS // call))
+    unseen = 0.3
+    moved = charge(samples(call, 1, unseen=unseen), baseline(0.15, 2))
+    assert moved.charged_cpu and moved.ms == pytest.approx(call + unseen / calls, rel=0.02)
+
+
+def test_turns_spent_off_the_cpu_do_not_hide_the_work_of_the_others():
+    """A run that sleeps 5 ms in a turn in four (the median clock does not see it) lowers the
+    CPU time less the clock of those turns and spreads it: it must not cancel the work it left
+    after the reply in every turn. Preempted honest turns are no charge either."""
+    sleeps = [5.0 if i % 4 == 0 else 0.0 for i in range(60)]
+    moved = charge(samples(0.5, 1, unseen=0.3, idle=sleeps), baseline(0.5, 2))
+    assert moved.charged_cpu and moved.cpu_excess_ms * 20 == pytest.approx(0.3, rel=0.2)
+    preempted = charge(samples(0.5, 1, idle=sleeps), baseline(0.5, 2, idle=sleeps[::-1]))
+    assert not preempted.charged_cpu
 
 
 KEEP_2 = {"submission": 2, "baseline": 2}

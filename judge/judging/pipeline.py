@@ -145,11 +145,12 @@ class Contender:
     def host_out(self, *parts: str) -> Path:
         return Path(self.scratch.host, "out", *parts)
 
-    def request(self, op: str, timeout: float, **fields) -> dict:
-        """Send a request; turn every way the process can fail into a verdict."""
+    def request(self, op: str, timeout: float, turn: bool = False, **fields) -> dict:
+        """Send a request; turn every way the process can fail into a verdict. With `turn`,
+        the run is thawed for the request alone (SandboxProcess.send)."""
         message = protocol.request(op, **fields)
         try:
-            self.proc.send(message)
+            self.proc.send(message, turn)
         except ProtocolError as exc:
             self.proc.wait(2)
             raise self.death(str(exc)) from None

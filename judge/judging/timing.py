@@ -31,9 +31,10 @@ of the timed request and charged on top when significant and above an allowance 
 
 Between its turns a contender is frozen whole (its cgroup's freezer), and on the CPU device both
 keep to the same CPUs: a thread the submission left running can neither slow the baseline down
-nor work unseen. It runs only while its run is thawed, and on the CPU device each turn's CPU time
-(the run's cgroup, read while frozen) is counted — the stretches between thaw and request and
-between reply and freeze, which the judge's clock does not cover, included.
+nor work unseen. It runs only while its run is thawed: on the CPU device from the moment the
+turn's request is written (the clock running) until the kernel has frozen the run again, which
+the reader of its replies asks for as soon as the reply arrives; each turn's CPU time (the run's
+cgroup, read while frozen) is counted, that delay after the reply (~0.3 ms here) included.
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ from judge.judging import scoring
 from judge.judging.shared import SharedTensors
 from judge.problem.schema import Timing
 
-# Work moved out of the timed request (into `prepare`, or before and after it on the CPU) is
-# charged when it is this many standard errors above zero (the two contenders' samples paired
-# round by round) and above an allowance of a turn: two honest harness processes differ
-# systematically by tens of microseconds per request on a busy 2-core VM (bench/cpu_timing.py).
-# The same bound decides whether a report short of the clock is flagged (it scores in any case).
+# Work moved out of the timed request (into `prepare`, or after it on the CPU) is charged when
+# it is this many standard errors above zero (the two contenders' samples paired round by
+# round) and above an allowance of a turn: two honest harness processes differ systematically
+# by tens of microseconds per request on a busy 2-core VM (bench/cpu_timing.py), and a GPU's
+# copies by a fraction of the turn. The CPU time after a reply is exact and per turn (the
+# kernel's delay in freezing the run, no copy): the fixed part alone. The same bound decides
+# whether a report short of the clock is flagged (it scores in any case).
 SIGNIFICANCE = 3.0
 ALLOWANCE_MS = 0.05
 ALLOWANCE_FRACTION = 0.05  # of the turn's time on the clock
@@ -288,14 +291,23 @@ def _excess(values: list[float], reference: list[float]) -> tuple[float, float]:
     return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
 
 
-def _mean_excess(values: list[float], reference: list[float]) -> tuple[float, float]:
-    """As `_excess`, with the mean: for CPU time, which is conserved (work split unevenly over
-    the turns counts in full) and which the host's jitter barely touches."""
-    differences = [v - r for v, r in zip(values, reference)]
-    excess = statistics.fmean(differences)
+def _cpu_excess(sub: Samples, base: Samples) -> tuple[float, float]:
+    """The run's CPU time per turn outside the judge's clock, beyond the baseline's, and in
+    standard errors (as `_excess`). Per turn, the CPU time less the clock, above the baseline's
+    usual figure (its median) and never below zero: a turn whose clock holds time the run did
+    not spend on the CPU (a wait, a preemption) must not offset the others, nor spread them out
+    of significance. Of the paired differences, the mean (CPU time is conserved: work left to a
+    few turns counts in full) or, where larger, the median (the typical turn, which the median
+    clock scores: a run that sleeps in some turns hides the work left in those)."""
+    usual = statistics.median(c - rt for c, rt in zip(base.cpu, base.time_rt))
+    sub_out, base_out = ([max(0.0, c - rt - usual) for c, rt in zip(got.cpu, got.time_rt)]
+                         for got in (sub, base))
+    differences = [s - b for s, b in zip(sub_out, base_out)]
+    mean = statistics.fmean(differences)
     noise = statistics.stdev(differences) / math.sqrt(len(differences)) if len(
         differences) > 1 else 0.0
-    return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
+    by_mean = mean, mean / noise if noise > 0 else (math.inf if mean > 0 else 0.0)
+    return max(by_mean, _excess(sub_out, base_out))
 
 
 def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
@@ -322,12 +334,11 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
         result = replace(result, prepare_excess_ms=excess / calls,
                          charged_prepare=z > SIGNIFICANCE and excess > allowance)
     # CPU time over each turn (read while the run is frozen, so exact) beyond the clock's view of
-    # it: a thread that worked before the request came or after the reply left
-    if len(sub.cpu) == len(sub.time_rt) > 0 and len(base.cpu) == len(base.time_rt):
-        excess, z = _mean_excess([c - rt for c, rt in zip(sub.cpu, sub.time_rt)],
-                                 [c - rt for c, rt in zip(base.cpu, base.time_rt)])
+    # it: a thread that worked on after the reply left
+    if len(sub.cpu) == len(sub.time_rt) > 0 and len(base.cpu) == len(base.time_rt) > 0:
+        excess, z = _cpu_excess(sub, base)
         result = replace(result, cpu_excess_ms=excess / calls,
-                         charged_cpu=z > SIGNIFICANCE and excess > allowance)
+                         charged_cpu=z > SIGNIFICANCE and excess > ALLOWANCE_MS)
     return result
 
 
@@ -336,7 +347,9 @@ class GpuThrottled(Exception):
     problem: a hot or power-capped card)."""
 
 
-Request = Callable[..., dict]  # (role, op, **fields) -> reply; failures raise
+# (role, op, turn=False, **fields) -> reply, failures raise; `turn`: the contender, frozen, is
+# thawed for this request alone (SandboxProcess.send)
+Request = Callable[..., dict]
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
@@ -558,9 +571,9 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
         for calls, empty in ((0, None), (max_calls, floor_loader))[:2 if floor_loader else 1]:
             if flush is not None:
                 flush()
-            freeze("baseline", False)
             got = Samples()
-            _turn(request, "baseline", got, prepare=flush is None, calls=calls, empty=empty)
+            _turn(request, freeze, "baseline", got, prepare=flush is None, calls=calls,
+                  empty=empty)
             freeze("baseline", True)
             if calls == 0:
                 base.request_rt += got.time_rt
@@ -592,8 +605,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 got = turns[role]
                 got.first.append(role == roles[0])
                 before = cpu_ns(role) if cpu_ns else None
-                freeze(role, False)
-                _turn(request, role, got, prepare=flush is None, calls=batch[role],
+                _turn(request, freeze, role, got, prepare=flush is None, calls=batch[role],
                       record=audited and role == "submission")
                 hot = hot or bool(throttled and throttled())
                 freeze(role, True)
@@ -656,21 +668,25 @@ def _paired_ratios(sub: Samples, base: Samples) -> list[float]:
     return [math.sqrt(a * b) for a, b in zip(ahead, behind)]
 
 
-def _turn(request: Request, role: str, got: Samples, prepare: bool, calls: int = 1,
-          record: bool = False, empty: str | None = None) -> None:
-    """One contender's timed batch of `calls` calls. With `prepare` (GPUs): `prepare` copies the
-    inputs in and flushes, `time` is the calls alone, `collect` copies the outputs out; the
-    copies' requests are timed together and compared with the baseline's, the calls' request
-    is the time."""
+def _turn(request: Request, freeze: Freeze, role: str, got: Samples, prepare: bool,
+          calls: int = 1, record: bool = False, empty: str | None = None) -> None:
+    """One contender's timed batch of `calls` calls, the contender thawed for it (the caller
+    freezes it again). With `prepare` (GPUs): `prepare` copies the inputs in and flushes,
+    `time` is the calls alone, `collect` copies the outputs out; the copies' requests are
+    timed together and compared with the baseline's, the calls' request is the time. Without
+    (the CPU device) the turn is the `time` request alone: the run is thawed once it is
+    written and frozen as soon as it replies (SandboxProcess.send), so that a thread the run
+    left working gets no time outside the judge's clock but the kernel's delay in freezing."""
     fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
               **({"empty": empty} if empty else {})}
     staged = 0.0
     if prepare:
+        freeze(role, False)
         sent = time.perf_counter()
         request(role, "prepare", fresh=True, calls=calls)
         staged += time.perf_counter() - sent
     sent = time.perf_counter()
-    reply = request(role, "time", **fields)
+    reply = request(role, "time", turn=not prepare, **fields)
     got.time_rt.append((time.perf_counter() - sent) * 1000)
     got.reported.append(reply["ms"])
     got.calls.append(calls)
