@@ -1,4 +1,6 @@
 
+import math
+
 import pytest
 
 from judge.judging import scoring
@@ -9,7 +11,7 @@ def test_stats_median_spread_and_robust_standard_error():
     assert stats.median == 1.0 and stats.n == 5 and stats.min == 1.0
     assert stats.rse == 0.0  # one outlier does not move the median's error estimate
     noisy = scoring.Stats.of([0.9, 1.1, 0.9, 1.1])
-    assert noisy.rse == pytest.approx(1.4826 * 1.2533 * 0.1 / 2 / 1.0)
+    assert noisy.rse == pytest.approx(1.4826 * math.sqrt(math.pi / 2) * 0.1 / 2 / 1.0)
 
 
 def test_stop_rule_needs_min_reps_and_small_error():

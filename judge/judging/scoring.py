@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 from judge.problem import exprs
 
-# Standard error of the median from the median absolute deviation: 1.4826 turns the MAD into a
-# standard deviation for normal data, sqrt(pi/2) = 1.2533 is the median's efficiency loss.
-MEDIAN_SE_FACTOR = 1.4826 * 1.2533
+# The median's standard error over the standard deviation's for normal data (its efficiency
+# loss), and the standard error of the median from the median absolute deviation (1.4826 turns
+# the MAD into a standard deviation for normal data).
+MEDIAN_EFFICIENCY_LOSS = math.sqrt(math.pi / 2)  # 1.2533
+MEDIAN_SE_FACTOR = 1.4826 * MEDIAN_EFFICIENCY_LOSS
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,10 @@ def converged(samples: Sequence[float], target_rse: float, min_reps: int) -> boo
     if len(samples) < max(min_reps, MIN_STOP_SAMPLES):
         return False
     median = statistics.median(samples)
+    # sqrt(pi/2) times the mean absolute deviation estimates a normal's standard deviation
     spread = math.sqrt(math.pi / 2) * statistics.fmean(abs(x - median) for x in samples)
-    return median > 0 and 1.2533 * spread / math.sqrt(len(samples)) / median <= target_rse
+    standard_error = MEDIAN_EFFICIENCY_LOSS * spread / math.sqrt(len(samples))
+    return median > 0 and standard_error / median <= target_rse
 
 
 def speedup(baseline_ms: float, submission_ms: float) -> float:
