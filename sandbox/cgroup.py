@@ -275,15 +275,29 @@ def mark_memory(directory: Path) -> int:
     return 0
 
 
+_FREEZERS: dict[Path, bool] = {}  # a cgroup found to have a freezer: whether it is v2's
+
+
 def _freezer(directory: Path, frozen: bool) -> tuple[Path, Path, str, str] | None:
-    """(control file, status file, value to write, status wanted) of a cgroup's freezer."""
-    if (directory / "cgroup.freeze").is_file():
+    """(control file, status file, value to write, status wanted) of a cgroup's freezer. Looked
+    up once per cgroup: a turn's freeze is asked for on the reply's path, where every system
+    call is time a thread the run left working gets."""
+    unified = _FREEZERS.get(directory)
+    if unified is None:
+        if (directory / "cgroup.freeze").is_file():
+            unified = True
+        elif (directory / "freezer.state").is_file():
+            unified = False
+        else:
+            return None
+        if len(_FREEZERS) > 4096:  # cgroups come and go with the runs
+            _FREEZERS.clear()
+        _FREEZERS[directory] = unified
+    if unified:
         value = str(int(frozen))
         return directory / "cgroup.freeze", directory / "cgroup.events", value, f"frozen {value}"
-    if (directory / "freezer.state").is_file():
-        value = "FROZEN" if frozen else "THAWED"
-        return directory / "freezer.state", directory / "freezer.state", value, value
-    return None
+    value = "FROZEN" if frozen else "THAWED"
+    return directory / "freezer.state", directory / "freezer.state", value, value
 
 
 def start_freeze(directory: Path, frozen: bool = True) -> bool:
