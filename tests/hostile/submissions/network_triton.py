@@ -26,6 +26,7 @@ def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 
 def run_kernel(a, b, c, n):
-    add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
+    # a large block: the CPU interpreter runs each program in Python (0.66 s a call at 1024)
+    add_kernel[(triton.cdiv(n, 16384),)](a, b, c, n, BLOCK=16384)
     if LEAKED:
         c.zero_()
