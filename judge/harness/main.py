@@ -469,19 +469,16 @@ def _map_tensors(path: str, like: dict[str, torch.Tensor], writable: bool,
                  slot: int = 0) -> dict:
     """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU); the
     file holds sets of that layout one after another (protocol.slot_stride), `slot` says which."""
-    size = sum(t.numel() * t.element_size() for t in like.values())
+    sizes = [t.numel() * t.element_size() for t in like.values()]
+    offsets, size = protocol.set_layout(sizes)
     with open(path, "r+b" if writable else "rb") as f:
         mapping = mmap.mmap(f.fileno(), max(size, 1), offset=slot * protocol.slot_stride(size),
                             access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
     with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
         warnings.simplefilter("ignore")
         whole = torch.frombuffer(mapping, dtype=torch.uint8, count=max(size, 1))
-    views, offset = {}, 0
-    for name, t in like.items():
-        n = t.numel() * t.element_size()
-        views[name] = whole[offset:offset + n].view(t.dtype).reshape(t.shape)
-        offset += n
-    return views
+    return {name: whole[offset:offset + n].view(t.dtype).reshape(t.shape)
+            for (name, t), offset, n in zip(like.items(), offsets, sizes)}
 
 
 def _region(t: torch.Tensor) -> protocol.Region:

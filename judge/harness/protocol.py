@@ -23,9 +23,9 @@ Requests (fields besides `op` and `id`):
   load     test, files, outputs, the input sets of a test point (torch.save files the judge wrote),
            shared                the outputs' {name: {"shape", "dtype"}}, and for the timing run
                                  `shared` = {"inputs", "outputs", "slots"}: raw files the judge
-                                 maps too, holding `slots` sets (slot_stride apart) of the timed
-                                 calls' fresh inputs (mapped read-only) and of this contender's
-                                 outputs
+                                 maps too, holding `slots` sets (set_layout, slot_stride apart)
+                                 of the timed calls' fresh inputs (mapped read-only) and of this
+                                 contender's outputs
   run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
                                  verified after, outputs saved (raw) to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
@@ -111,9 +111,24 @@ MAX_ERROR = 4000  # characters of an error text
 SLOT_ALIGN = 4096
 
 
+# Within a set each tensor starts on a cache line: packed one after another, an odd count of fp16
+# elements put the next fp32 tensor off its alignment, and torch refuses such a view.
+TENSOR_ALIGN = 64
+
+
 def slot_stride(nbytes: int) -> int:
-    """Bytes from one set of a shared file to the next."""
+    """Bytes from one set of a shared file to the next, for a set spanning `nbytes`."""
     return max(-(-nbytes // SLOT_ALIGN), 1) * SLOT_ALIGN
+
+
+def set_layout(nbytes: list[int]) -> tuple[list[int], int]:
+    """Where each tensor of a shared file's set starts (tensors of `nbytes` bytes, in signature
+    order, each on a TENSOR_ALIGN boundary) and the bytes the set spans."""
+    offsets, end = [], 0
+    for size in nbytes:
+        offsets.append(end)
+        end += -(-size // TENSOR_ALIGN) * TENSOR_ALIGN
+    return offsets, end
 
 
 def request(op: str, **fields) -> dict:

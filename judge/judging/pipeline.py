@@ -944,7 +944,9 @@ class JudgingRun:
 
 
 def _set_bytes(specs: list[tuple[list[int], str]]) -> int:
-    return sum(math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs)
+    """The bytes a set of tensors of `specs` spans in a shared file (protocol.set_layout)."""
+    return protocol.set_layout([math.prod(shape) * getattr(torch, dtype).itemsize
+                                for shape, dtype in specs])[1]
 
 
 def judge_source(problem: Problem, source: str, *, language: str | Language | None = None,

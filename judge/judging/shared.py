@@ -28,21 +28,24 @@ import numpy as np
 import torch
 
 from judge.harness.main import poison
-from judge.harness.protocol import slot_stride
+from judge.harness.protocol import set_layout, slot_stride
 
 Spec = tuple[list[int], str]  # shape, dtype name
 SMALL_SET_BYTES = 4096  # sets written a tensor at a time across a round (SharedTensors.write_sets)
 
 
 class SharedTensors:
-    """`slots` sets of tensors laid out as `specs`, one after another in one file (each set on a
-    page of its own: protocol.slot_stride): a timed batch's calls each get a set."""
+    """`slots` sets of tensors laid out as `specs` (protocol.set_layout), one after another in one
+    file (each set on a page of its own: protocol.slot_stride): a timed batch's calls each get a
+    set."""
 
     def __init__(self, path: Path, specs: list[Spec], writable_by_others: bool, slots: int = 1):
         self.path = path
         sizes = [math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs]
-        self.size = sum(sizes)  # of one set
-        self.stride = slot_stride(self.size)
+        self.size = sum(sizes)  # of one set's tensors
+        offsets, span = set_layout(sizes)
+        self.stride = slot_stride(span)
+        self._parts = [(offset, size) for offset, size in zip(offsets, sizes) if size]
         total = self.stride * slots
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
@@ -52,13 +55,14 @@ class SharedTensors:
         finally:
             os.close(fd)
         self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=total)
-        self.slots = [_views(self._whole[i * self.stride:], specs, sizes) for i in range(slots)]
+        self.slots = [_views(self._whole[i * self.stride:], specs, offsets, sizes)
+                      for i in range(slots)]
         self.tensors = self.slots[0]
         self._poisoned = torch.empty_like(self._whole)
         for i in range(slots):
-            for t in _views(self._poisoned[i * self.stride:], specs, sizes):
+            for t in _views(self._poisoned[i * self.stride:], specs, offsets, sizes):
                 poison(t)
-        self._poisoned_views = _views(self._poisoned, specs, sizes)
+        self._poisoned_views = _views(self._poisoned, specs, offsets, sizes)
 
     def write(self, values: list[torch.Tensor], slot: int = 0) -> None:
         """Copy `values` into set `slot`, through the host: the judge draws a round's inputs on
@@ -102,8 +106,10 @@ class SharedTensors:
         return [_across(t, slots, self.stride)[:, picks] for t, picks in zip(views, positions)]
 
     def snapshot(self, slot: int = 0) -> bytes:
+        """Set `slot`'s tensors as a raw file holds them (protocol.py: one after another)."""
         start = slot * self.stride
-        return self._map[start:start + self.size]
+        return b"".join(self._map[start + offset:start + offset + size]
+                        for offset, size in self._parts)
 
     def close(self) -> None:
         self.tensors, self.slots = [], []
@@ -113,12 +119,10 @@ class SharedTensors:
         self.path.unlink(missing_ok=True)
 
 
-def _views(whole: torch.Tensor, specs: list[Spec], sizes: list[int]) -> list[torch.Tensor]:
-    views, offset = [], 0
-    for (shape, dtype), size in zip(specs, sizes):
-        views.append(whole[offset:offset + size].view(getattr(torch, dtype)).reshape(shape))
-        offset += size
-    return views
+def _views(whole: torch.Tensor, specs: list[Spec], offsets: list[int],
+           sizes: list[int]) -> list[torch.Tensor]:
+    return [whole[offset:offset + size].view(getattr(torch, dtype)).reshape(shape)
+            for (shape, dtype), offset, size in zip(specs, offsets, sizes)]
 
 
 def _across(first: torch.Tensor, slots: int, stride: int) -> torch.Tensor:
