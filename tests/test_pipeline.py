@@ -55,6 +55,12 @@ def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, defa
     counted = [t.baseline_ms / (t.counted_speedup or t.speedup) for t in result.tests]
     assert sum(t.counted_speedup is not None for t in result.tests) <= 1
     assert result.speedup == pytest.approx(result.baseline_ms / sum(counted))  # total_time
+    # timed to what each point weighs in the total time: the largest to the problem's target,
+    # tiny (a hundredth of it or less) to ten times that (scoring.point_target)
+    target = vector_add.spec.timing.target_rse
+    assert largest.target_rse == target
+    assert next(t for t in result.tests if t.name == "tiny").target_rse > 5 * target
+    assert all(t.speedup_rse is not None for t in result.tests)
     assert result.score == pytest.approx(100 * result.speedup)
     # what the submission used, not the harness's interpreter and torch (~1 GB)
     assert 0 <= result.memory_mb < 200 and "over the idle harness" in result.memory_measure

@@ -46,6 +46,12 @@ def test_no_single_point_carries_the_aggregate():
         assert lowered == i and counted == pytest.approx(honest)
     assert scoring.counted_times(base, honest) == (honest, None)  # a tie lowers nothing
     faster = [b / 2 for b in base]  # a real gain on every point counts whole
+    # with each point's error: the forged point still counts at the next best's, give or take
+    # two standard errors of their difference; a best point within them is not lowered
+    rse = [0.1, 0.03, 0.01, 0.01]
+    counted, lowered = scoring.counted_times(base, [base[0] / 1000, *base[1:]], rse)
+    assert lowered == 0 and base[0] / counted[0] == pytest.approx(1 + 2 * math.hypot(0.1, 0.03))
+    assert scoring.counted_times(base, [b / 1.15 for b in base[:1]] + base[1:], rse)[1] is None
     assert scoring.aggregate("geomean", base, faster) == pytest.approx(2.0)
 
 
@@ -158,3 +164,41 @@ def test_the_stop_rule_is_not_fooled_by_a_few_samples_that_happen_to_agree():
                 break
         off += abs(statistics.median(ratios) - 1) > 0.02
     assert off / trials < 0.1
+
+
+@pytest.mark.parametrize("aggregate,times", [("total_time", [1000.0, 100.0, 8.0, 1.0]),
+                                             ("geomean", [5.0, 1.0, 0.2, 0.01])])
+def test_points_timed_to_their_own_targets_leave_the_score_at_the_problems(aggregate, times):
+    """Each point timed to `point_target` of what it weighs (its share worked out as the judge
+    does: the largest first, from the times so far), the score's relative error is still the
+    problem's target; the light points were timed to less."""
+    import random
+    import statistics
+
+    target, draw = 0.01, random.Random(7)
+    earlier, errors = {"submission": 0.0, "baseline": 0.0}, []
+    for ms in times:
+        share = scoring.point_share(aggregate, len(times), {"submission": ms, "baseline": ms},
+                                    earlier)
+        errors.append(scoring.point_target(target, share))
+        earlier = {role: total + ms for role, total in earlier.items()}
+    logs = [math.log(scoring.aggregate(aggregate, times, [
+        ms * math.exp(draw.gauss(0, error)) for ms, error in zip(times, errors)], errors))
+        for _ in range(4000)]
+    assert statistics.stdev(logs) <= 1.05 * target and abs(statistics.fmean(logs)) < target / 4
+    if aggregate == "total_time":  # the heaviest keeps the target, the lightest 10 times it
+        assert errors[0] == target and errors[-1] == pytest.approx(10 * target)
+    else:  # four points weigh a quarter each
+        assert errors == [pytest.approx(2 * target)] * 4
+
+
+def test_a_points_share_is_never_below_its_share_of_the_whole():
+    """Whatever the order the points are timed in, the share from the points so far is at least
+    the share of the whole score (the points after it only add to the total)."""
+    times = [3.0, 50.0, 0.5, 8.0]
+    earlier = {"submission": 0.0}
+    for ms in times:
+        share = scoring.point_share("total_time", len(times), {"submission": ms}, earlier)
+        assert share >= ms / sum(times)
+        earlier["submission"] += ms
+    assert scoring.point_target(0.01, 1e-9) == pytest.approx(0.01 * scoring.MAX_POINT_RELAXATION)

@@ -647,7 +647,7 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
     ratios mixed both places, so that every such point ran to its cap. Places now alternate
     (each contender first in half the rounds, give or take one), each time is the geometric
     mean of its two places' medians and the stop rule pairs a round of each place."""
-    from judge.judging.timing import FreshRounds, Samples, _paired_ratios, balanced_median, interleave
+    from judge.judging.timing import FreshRounds, Samples, balanced_median, interleave, paired_ratios
     from judge.problem.schema import Timing
 
     places = [True] * 30 + [False] * 10  # the submission first in 30 rounds of 40
@@ -659,7 +659,7 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
     assert plain == pytest.approx(2.2)  # the old estimate: 10 % off
     assert balanced_median(sub.time_rt, sub.first) / balanced_median(
         base.time_rt, base.first) == pytest.approx(2.0)
-    assert _paired_ratios(sub, base) == pytest.approx([2.0] * 10)  # one per pair of places
+    assert paired_ratios(sub, base) == pytest.approx([2.0] * 10)  # one per pair of places
 
     firsts = []
 
@@ -674,3 +674,30 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
         firsts = got["submission"].first
         assert len(firsts) == reps and abs(2 * sum(firsts) - reps) <= 1, firsts
         assert got["baseline"].first == [not f for f in firsts]
+
+
+def test_a_point_that_weighs_little_in_the_score_stops_at_its_own_target(tmp_path):
+    """A point's precision is what its weight in the score needs (scoring.point_target): one that
+    is 1 % of a total time stops at its minimum of rounds where the problem's own 1 % would run
+    it to its cap; one that weighs it all keeps that 1 %."""
+    import time
+
+    from judge.judging.timing import FreshRounds, interleave
+    from judge.problem.schema import Timing
+
+    noise = random.Random(0)
+
+    def request(role, op, calls=1, **fields):
+        if op == "time" and calls and not fields.get("empty"):
+            time.sleep(calls * 1e-4 * (1 + 0.15 * noise.random()))  # ratios varying by ~6 %
+        return {"ms": 0.1}
+
+    timing = Timing(warmup_s=0, min_reps=6, max_reps=30, max_s=60, target_rse=0.01)
+    rounds = {}
+    for share in (1.0, 0.01):
+        fresh = FreshRounds(lambda i, slot: i, lambda sets: None,
+                            {"submission": _Outputs(), "baseline": _Outputs()}, tmp_path, KEEP_2)
+        got = interleave(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
+                         max_calls=1024, share=lambda ms, share=share: share)
+        rounds[share] = len(got["submission"].reported)
+    assert rounds[1.0] == timing.max_reps and rounds[0.01] < timing.max_reps / 2, rounds

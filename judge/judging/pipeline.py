@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import secrets
@@ -655,11 +656,17 @@ class JudgingRun:
                         if self.flushes_from_outside else None)
         try:
             reports = {r.name: r for r in self.result.tests}
-            for test in tests:
-                if not test.timed:
-                    continue
+            # the largest first: a point's share of a total time is known from above once the
+            # points that weigh most are timed (scoring.point_share)
+            timed = sorted((t for t in tests if t.timed),
+                           key=lambda t: -self._point_bytes(t, cases[t.name]))
+            earlier = {"submission": 0.0, "baseline": 0.0}
+            for test in timed:
                 try:
-                    self._time_test(sub, base, test, cases[test.name], reports[test.name])
+                    self._time_test(sub, base, test, cases[test.name], reports[test.name],
+                                    functools.partial(scoring.point_share,
+                                                      self.spec.scoring.aggregate, len(timed),
+                                                      earlier_ms=dict(earlier)), earlier)
                 except RunFailure as failure:
                     if failure.verdict is Verdict.SE:
                         raise ProblemRuntimeError(failure.message) from None
@@ -689,8 +696,18 @@ class JudgingRun:
             self.result.flags.append(f"processes {foreign} held the GPU while this judging "
                                      "timed its calls: its times may be slow")
 
+    def _point_bytes(self, test: TestPoint, cases: list[TestCase]) -> int:
+        """A call's inputs and outputs at `test`, in bytes."""
+        return _set_bytes([(self.reference.input_shape(a, test), a.dtype)
+                           for a in self.problem.inputs]) + _set_bytes(
+            [(s["shape"], s["dtype"]) for s in cases[0].output_specs.values()])
+
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
-                   cases: list[TestCase], report: TestReport) -> None:
+                   cases: list[TestCase], report: TestReport,
+                   share: Callable[[dict[str, float]], float] | None = None,
+                   earlier_ms: dict[str, float] | None = None) -> None:
+        """Time one point; `share`: what it weighs in the score (see timing.interleave); its
+        time per call is added to `earlier_ms`."""
         timing, run_s = self.timing, self.spec.limits.run_s
         if timing.max_s < self.spec.timing.max_s:
             self.result.applied["max_point_s"] = timing.max_s
@@ -741,14 +758,19 @@ class JudgingRun:
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
                     cpu_meter, floor_loader=self.language.loader,
                     audit=operator_rule(self.language.name, self.spec.rules) is not None,
-                    throttled=self.throttled, max_calls=slots)
+                    throttled=self.throttled, max_calls=slots, share=share)
             except timing_loop.GpuThrottled as exc:
                 raise DeviceNotReady(str(exc)) from None
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
-        for got in samples.values():
+        for role, got in samples.items():
             self.kernel_ms += sum(got.reported)
+            if earlier_ms is not None:
+                earlier_ms[role] += timing_loop.per_call_ms(got)
+        report.target_rse = timing_loop.point_target(samples, share, timing)
+        ratios = timing_loop.paired_ratios(samples["submission"], samples["baseline"])
+        report.speedup_rse = scoring.relative_se(ratios) if ratios else None
         if samples["submission"].throttled:
             self.result.applied["throttled_rounds"] = (self.result.applied.get(
                 "throttled_rounds", 0) + samples["submission"].throttled)
@@ -934,10 +956,11 @@ class JudgingRun:
         self.result.time_ms, self.result.baseline_ms = sum(subs), sum(bases)
         if self.result.verdict is not Verdict.AC:
             return
-        counted, lowered = scoring.counted_times(bases, subs)
+        errors = [t.speedup_rse for t in timed]
+        counted, lowered = scoring.counted_times(bases, subs, errors)
         if lowered is not None:
             timed[lowered].counted_speedup = scoring.speedup(bases[lowered], counted[lowered])
-        speedup = scoring.aggregate(self.spec.scoring.aggregate, bases, subs)
+        speedup = scoring.aggregate(self.spec.scoring.aggregate, bases, subs, errors)
         self.result.speedup = speedup
         self.result.score = scoring.score(self.spec.scoring.score, speedup) if math.isfinite(
             speedup) else 0.0

@@ -67,6 +67,10 @@ class TestReport:
     rel_spread: float | None = None  # IQR / median of the submission's samples
     rse: float | None = None
     baseline_rse: float | None = None
+    # of the paired ratio of the two contenders' times (the speedup), and what it had to reach:
+    # the problem's target, looser where the point weighs little in the score (point_target)
+    speedup_rse: float | None = None
+    target_rse: float | None = None
     samples: int | None = None  # timed batches (turns) of the submission
     batch_calls: float | None = None  # calls per batch (median): each on its own fresh inputs
     reported_ms: float | None = None  # what the submission's harness reported (not what scores)

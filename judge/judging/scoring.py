@@ -45,32 +45,63 @@ class Stats:
 MIN_STOP_SAMPLES = 5
 
 
-def converged(samples: Sequence[float], target_rse: float, min_reps: int) -> bool:
-    """Whether the median of `samples` is known to `target_rse`. Checked after every round, so
-    the error is estimated from the mean absolute deviation about the median (sqrt(pi/2) times it
-    estimates a normal's standard deviation): the median absolute deviation of a handful of
-    samples is near zero whenever two of three agree, and a point whose rounds varied by 5 %
-    stopped at its third pair in a judging of four, more than 2 % off in one of four
-    (tests/test_scoring.py simulates it)."""
-    if len(samples) < max(min_reps, MIN_STOP_SAMPLES):
-        return False
+def relative_se(samples: Sequence[float]) -> float:
+    """The relative standard error of the median of `samples` (inf where it is not positive),
+    from the mean absolute deviation about the median (sqrt(pi/2) times it estimates a normal's
+    standard deviation): the median absolute deviation of a handful of samples is near zero
+    whenever two of three agree, and a point whose rounds varied by 5 % stopped at its third pair
+    in a judging of four, more than 2 % off in one of four (tests/test_scoring.py simulates it)."""
     median = statistics.median(samples)
-    # sqrt(pi/2) times the mean absolute deviation estimates a normal's standard deviation
+    if median <= 0:
+        return math.inf
     spread = math.sqrt(math.pi / 2) * statistics.fmean(abs(x - median) for x in samples)
-    standard_error = MEDIAN_EFFICIENCY_LOSS * spread / math.sqrt(len(samples))
-    return median > 0 and standard_error / median <= target_rse
+    return MEDIAN_EFFICIENCY_LOSS * spread / math.sqrt(len(samples)) / median
+
+
+def converged(samples: Sequence[float], target_rse: float, min_reps: int) -> bool:
+    """Whether the median of `samples` is known to `target_rse` (checked after every round)."""
+    return len(samples) >= max(min_reps, MIN_STOP_SAMPLES) and relative_se(samples) <= target_rse
+
+
+# A point that weighs little in the score is timed to less precision (point_target), at most this
+# many times the problem's target: its own time stays a measurement worth showing.
+MAX_POINT_RELAXATION = 10.0
+
+
+def point_share(aggregate: str, points: int, point_ms: dict[str, float],
+                earlier_ms: dict[str, float]) -> float:
+    """What a timed point weighs in the aggregate, at most: with `geomean` 1/points; with
+    `total_time` its time over its own and the points timed before it (`earlier_ms`), for the
+    contender it weighs more for (the points timed after it only lower that share, so that the
+    order of the points decides how soon a judging ends, never how precise its score is)."""
+    if aggregate == "geomean":
+        return 1 / max(points, 1)
+    shares = [ms / (ms + earlier_ms.get(role, 0.0)) for role, ms in point_ms.items() if ms > 0]
+    return max(shares, default=1.0)
+
+
+def point_target(target_rse: float, share: float) -> float:
+    """The relative standard error a point's paired ratio needs for the score to have
+    `target_rse`, the point weighing `share` of it: the points' errors are independent and add in
+    quadrature, and with target / sqrt(w_i) each, sqrt(sum (w_i e_i)^2) = target sqrt(sum w_i),
+    the target itself. A point that weighs 1 % of a total time needs 10 %, not 1 %: the rounds
+    spent on it moved the score by a hundredth of their worth."""
+    return target_rse / math.sqrt(min(1.0, max(share, MAX_POINT_RELAXATION ** -2)))
 
 
 def speedup(baseline_ms: float, submission_ms: float) -> float:
     return baseline_ms / submission_ms if submission_ms > 0 else math.inf
 
 
-def counted_times(baseline_ms: Sequence[float], submission_ms: Sequence[float]
-                  ) -> tuple[list[float], int | None]:
+def counted_times(baseline_ms: Sequence[float], submission_ms: Sequence[float],
+                  rse: Sequence[float | None] | None = None) -> tuple[list[float], int | None]:
     """No single point carries the aggregate: the point with the highest speedup counts at the
     next highest's (its time raised to match), so that a trick that works on one point only
     (the "aggregate underflow" of public boards: one tiny point at a forged 1000x) moves the
-    score no further than the other points go. With two points the slower one decides.
+    score no further than the other points go. With `rse` (each point's speedup's relative
+    standard error) it counts at up to two standard errors of the two points' difference above
+    that: a point timed to a loose target (point_target) is noisy, and an honest best point
+    counted at a noisy second's made the score as noisy. With two points the slower one decides.
     Returns the times to aggregate and the index of the point lowered (None: none was)."""
     counted = list(submission_ms)
     if len(counted) < 2 or any(t <= 0 for t in counted):
@@ -78,18 +109,21 @@ def counted_times(baseline_ms: Sequence[float], submission_ms: Sequence[float]
     speedups = [speedup(b, t) for b, t in zip(baseline_ms, counted)]
     order = sorted(range(len(speedups)), key=speedups.__getitem__, reverse=True)
     top, second = order[0], order[1]
-    if speedups[top] <= speedups[second]:
+    errors = [0.0, 0.0] if rse is None else [rse[top] or 0.0, rse[second] or 0.0]
+    most = speedups[second] * (1 + 2 * math.hypot(*errors))
+    if speedups[top] <= most:
         return counted, None
-    counted[top] = baseline_ms[top] / speedups[second]
+    counted[top] = baseline_ms[top] / most
     return counted, top
 
 
-def aggregate(method: str, baseline_ms: Sequence[float], submission_ms: Sequence[float]) -> float:
+def aggregate(method: str, baseline_ms: Sequence[float], submission_ms: Sequence[float],
+              rse: Sequence[float | None] | None = None) -> float:
     """total_time: sum of baseline medians / sum of submission medians; geomean of speedups;
-    both over the counted times (`counted_times`)."""
+    both over the counted times (`counted_times`, `rse` its points' errors)."""
     if not submission_ms:
         return 0.0
-    counted, _ = counted_times(baseline_ms, submission_ms)
+    counted, _ = counted_times(baseline_ms, submission_ms, rse)
     if method == "total_time":
         return speedup(sum(baseline_ms), sum(counted))
     logs = [math.log(speedup(b, s)) for b, s in zip(baseline_ms, counted)]

@@ -546,7 +546,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                cpu_ns: Callable[[str], int | None] | None = None,
                floor_loader: str | None = None, audit: bool = False,
                throttled: Callable[[], bool] | None = None,
-               max_calls: int = 1) -> dict[str, Samples]:
+               max_calls: int = 1,
+               share: Callable[[dict[str, float]], float] | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders, each first in half the rounds (`_order`),
     until their paired ratio reaches the target relative standard error (or a cap is hit); the
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
@@ -559,7 +560,9 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples.
     With `throttled` (asked right after each turn: was the GPU's clock throttled?) a round with
     a throttled turn is left out and another one run; a GPU that throttles every call is
-    GpuThrottled once the time cap is four times over."""
+    GpuThrottled once the time cap is four times over. With `share` (what the point weighs in
+    the score, from each contender's time per call so far: scoring.point_share) the target is
+    the point's own (scoring.point_target)."""
     samples = {"submission": Samples(), "baseline": Samples()}
     base = samples["baseline"]
     roles = list(samples)
@@ -634,7 +637,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
                 return samples
             if n >= timing.min_reps and scoring.converged(
-                    _paired_ratios(samples["submission"], base), timing.target_rse,
+                    paired_ratios(samples["submission"], base), point_target(samples, share,
+                                                                               timing),
                     math.ceil(timing.min_reps / 2)):
                 return samples
     finally:
@@ -643,17 +647,31 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
             freeze(role, False)
 
 
+def per_call_ms(got: Samples) -> float:
+    """A contender's median time per call on the judge's clock, round trip included (0: none)."""
+    return statistics.median(rt / n for rt, n in zip(got.time_rt, got.calls)) if got.calls else 0.0
+
+
+def point_target(samples: dict[str, Samples], share: Callable[[dict[str, float]], float] | None,
+                 timing: Timing) -> float:
+    """The relative standard error this point's paired ratio needs (see interleave)."""
+    if share is None:
+        return timing.target_rse
+    return scoring.point_target(timing.target_rse, share(
+        {role: per_call_ms(got) for role, got in samples.items()}))
+
+
 def _order(sub_first: list[bool]) -> list[str]:
     """The next round's order: the place the submission has had less often among the rounds
     scored so far (at random when even), so that each contender is first in half the rounds, give
-    or take one, and `balanced_median` and `_paired_ratios` can cancel what the place costs."""
+    or take one, and `balanced_median` and `paired_ratios` can cancel what the place costs."""
     ahead = 2 * sum(sub_first) - len(sub_first)
     if ahead == 0:
         return random.sample(["submission", "baseline"], 2)
     return ["baseline", "submission"] if ahead > 0 else ["submission", "baseline"]
 
 
-def _paired_ratios(sub: Samples, base: Samples) -> list[float]:
+def paired_ratios(sub: Samples, base: Samples) -> list[float]:
     """The two contenders' time per call on the clock, one over the other, per pair of rounds
     with the submission first in one and second in the other (the geometric mean of the two
     rounds' ratios): a host that slows down for a while slows both turns of a round (this VM's
