@@ -956,7 +956,9 @@ class JudgingRun:
         self.result.time_ms, self.result.baseline_ms = sum(subs), sum(bases)
         if self.result.verdict is not Verdict.AC:
             return
-        errors = [t.speedup_rse for t in timed]
+        # each point's target, not the spread it showed: a run that made one point's times
+        # noisy on purpose would otherwise widen the allowance of another's
+        errors = [t.target_rse for t in timed]
         counted, lowered = scoring.counted_times(bases, subs, errors)
         if lowered is not None:
             timed[lowered].counted_speedup = scoring.speedup(bases[lowered], counted[lowered])

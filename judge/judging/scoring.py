@@ -98,10 +98,11 @@ def counted_times(baseline_ms: Sequence[float], submission_ms: Sequence[float],
     """No single point carries the aggregate: the point with the highest speedup counts at the
     next highest's (its time raised to match), so that a trick that works on one point only
     (the "aggregate underflow" of public boards: one tiny point at a forged 1000x) moves the
-    score no further than the other points go. With `rse` (each point's speedup's relative
-    standard error) it counts at up to two standard errors of the two points' difference above
-    that: a point timed to a loose target (point_target) is noisy, and an honest best point
-    counted at a noisy second's made the score as noisy. With two points the slower one decides.
+    score no further than the other points go. With `rse` (the relative standard error each
+    point's speedup was timed to) it counts at up to two standard errors of the two points'
+    difference above that: a point timed to a loose target (point_target) is noisy, and an honest
+    best point counted at a noisy second's made the score as noisy. With two points the slower
+    one decides.
     Returns the times to aggregate and the index of the point lowered (None: none was)."""
     counted = list(submission_ms)
     if len(counted) < 2 or any(t <= 0 for t in counted):
