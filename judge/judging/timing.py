@@ -287,8 +287,12 @@ def _excess(values: list[float], reference: list[float]) -> tuple[float, float]:
     median of the differences, in standard errors."""
     differences = [v - r for v, r in zip(values, reference)]
     excess = statistics.median(differences)
-    noise = _median_se(differences)
-    return excess, excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
+    return excess, _in_errors(excess, _median_se(differences))
+
+
+def _in_errors(excess: float, noise: float) -> float:
+    """`excess` in standard errors of `noise` (a noiseless excess is infinitely significant)."""
+    return excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
 
 
 def _cpu_excess(sub: Samples, base: Samples) -> tuple[float, float]:
@@ -306,8 +310,7 @@ def _cpu_excess(sub: Samples, base: Samples) -> tuple[float, float]:
     mean = statistics.fmean(differences)
     noise = statistics.stdev(differences) / math.sqrt(len(differences)) if len(
         differences) > 1 else 0.0
-    by_mean = mean, mean / noise if noise > 0 else (math.inf if mean > 0 else 0.0)
-    return max(by_mean, _excess(sub_out, base_out))
+    return max((mean, _in_errors(mean, noise)), _excess(sub_out, base_out))
 
 
 def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
