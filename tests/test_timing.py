@@ -351,7 +351,7 @@ def test_a_shared_set_in_any_order_of_dtypes_maps_alike_on_both_sides(tmp_path):
     set; a kept call's bytes are its tensors', as a raw file holds them."""
     import torch
 
-    from judge.harness.main import _map_tensors
+    from judge.harness.main import _map_sets
     from judge.harness.protocol import read_raw
     from judge.judging.shared import SharedTensors
 
@@ -364,10 +364,9 @@ def test_a_shared_set_in_any_order_of_dtypes_maps_alike_on_both_sides(tmp_path):
     try:
         shared.write_sets(sets[:2])
         shared.write(sets[2], slot=2)
-        for slot, values in enumerate(sets):
-            seen = _map_tensors(str(shared.path), like, writable=False, slot=slot)
+        for values, seen in zip(sets, _map_sets(str(shared.path), like, False, slots=3)):
             for got, want in zip(seen.values(), values):
-                assert torch.equal(got, want.to(got.dtype)), (slot, got, want)
+                assert torch.equal(got, want.to(got.dtype)), (got, want)
         raw = tmp_path / "kept.raw"
         raw.write_bytes(shared.snapshot(1))
         read_raw(str(raw), [(t.data_ptr(), t.nbytes) for t in like.values()])

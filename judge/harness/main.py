@@ -383,15 +383,19 @@ class InputSet:
         # what run_kernel is given: it must write into these very tensors, never swap them
         self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
 
-    def shared_copy(self, inputs_file: str, outputs_file: str, slot: int = 0) -> InputSet:
-        """The same arguments, with one timed call's fresh inputs and its outputs in files the
-        judge maps too (raw, see protocol.py; `slot`: which of the files' sets): read-only
-        inputs, the outputs writable. On the CPU run_kernel gets those very tensors; on a GPU
-        device tensors of their own, which `stage_in` / `stage_out` copy from and to the files."""
+    def shared_copies(self, inputs_file: str, outputs_file: str, slots: int) -> list[InputSet]:
+        """The same arguments, with each timed call's fresh inputs and its outputs in files the
+        judge maps too (raw, see protocol.py; a copy per set of the files): read-only inputs,
+        the outputs writable. On the CPU run_kernel gets those very tensors; on a GPU device
+        tensors of their own, which `stage_in` / `stage_out` copy from and to the files."""
+        return [self._shared_copy(inputs, outputs) for inputs, outputs in zip(
+            _map_sets(inputs_file, self.inputs, writable=False, slots=slots),
+            _map_sets(outputs_file, self.outputs, writable=True, slots=slots))]
+
+    def _shared_copy(self, host_inputs: dict, host_outputs: dict) -> InputSet:
         copy = object.__new__(InputSet)
         copy.names, copy.pristine = self.names, {}
-        copy.host_inputs = _map_tensors(inputs_file, self.inputs, writable=False, slot=slot)
-        copy.host_outputs = _map_tensors(outputs_file, self.outputs, writable=True, slot=slot)
+        copy.host_inputs, copy.host_outputs = host_inputs, host_outputs
         on_cpu = all(t.device.type == "cpu" for t in self.inputs.values())
         copy.inputs = (copy.host_inputs if on_cpu
                        else {n: torch.empty_like(t) for n, t in self.inputs.items()})
@@ -465,20 +469,24 @@ def _cudart():
     return _CUDART[0]
 
 
-def _map_tensors(path: str, like: dict[str, torch.Tensor], writable: bool,
-                 slot: int = 0) -> dict:
-    """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU); the
-    file holds sets of that layout one after another (protocol.slot_stride), `slot` says which."""
+def _map_sets(path: str, like: dict[str, torch.Tensor], writable: bool,
+              slots: int = 1) -> list[dict]:
+    """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU): the
+    file holds `slots` sets of that layout one after another (protocol.set_layout, slot_stride
+    apart), mapped once (a mapping per set cost ~0.1 s a test point of a thousand sets)."""
     sizes = [t.numel() * t.element_size() for t in like.values()]
-    offsets, size = protocol.set_layout(sizes)
+    offsets, span = protocol.set_layout(sizes)
+    stride = protocol.slot_stride(span)
+    length = stride * (slots - 1) + max(span, 1)
     with open(path, "r+b" if writable else "rb") as f:
-        mapping = mmap.mmap(f.fileno(), max(size, 1), offset=slot * protocol.slot_stride(size),
+        mapping = mmap.mmap(f.fileno(), length,
                             access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
     with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
         warnings.simplefilter("ignore")
-        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=max(size, 1))
-    return {name: whole[offset:offset + n].view(t.dtype).reshape(t.shape)
-            for (name, t), offset, n in zip(like.items(), offsets, sizes)}
+        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=length)
+    return [{name: whole[start + offset:start + offset + n].view(t.dtype).reshape(t.shape)
+             for (name, t), offset, n in zip(like.items(), offsets, sizes)}
+            for start in range(0, stride * slots, stride)]
 
 
 def _region(t: torch.Tensor) -> protocol.Region:
@@ -563,8 +571,8 @@ class Harness:
         self.next_set = 0
         shared = msg.get("shared")
         if shared:
-            self.fresh = [self.sets[0].shared_copy(shared["inputs"], shared["outputs"], slot)
-                          for slot in range(shared.get("slots", 1))]
+            self.fresh = self.sets[0].shared_copies(shared["inputs"], shared["outputs"],
+                                                    shared.get("slots", 1))
         self.device.synchronize()
         # what exists now (torch, the submission, the sets) is never garbage: kept out of the
         # collector's scans, so that a collection a timed batch triggers is short
