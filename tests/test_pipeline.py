@@ -8,6 +8,7 @@ from judge.judging import report
 from judge.judging.admission import SubmissionRejected
 from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 from judge.problem.schema import load_problem
+from judge.settings import settings
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
@@ -61,6 +62,10 @@ def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, defa
     assert largest.target_rse == target
     assert next(t for t in result.tests if t.name == "tiny").target_rse > 5 * target
     assert all(t.speedup_rse is not None for t in result.tests)
+    # and capped in time alike: the largest at the problem's max_s (as the deployment caps
+    # it), the others at their weight of it (scoring.point_time_cap)
+    assert largest.time_cap_s == min(vector_add.spec.timing.max_s, settings().max_point_s)
+    assert all(t.time_cap_s < largest.time_cap_s for t in result.tests if t is not largest)
     assert result.score == pytest.approx(100 * result.speedup)
     # what the submission used, not the harness's interpreter and torch (~1 GB)
     assert 0 <= result.memory_mb < 200 and "over the idle harness" in result.memory_measure

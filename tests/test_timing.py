@@ -700,3 +700,34 @@ def test_a_point_that_weighs_little_in_the_score_stops_at_its_own_target(tmp_pat
                          max_calls=1024, share=lambda ms, share=share: share)
         rounds[share] = len(got["submission"].reported)
     assert rounds[1.0] == timing.max_reps and rounds[0.01] < timing.max_reps / 2, rounds
+
+
+def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
+    """On a host too noisy for its target, the point timed first (the heaviest) runs to the
+    problem's max_s; one weighing a twentieth of it stops at a twentieth of that, with
+    CAPPED_MIN_ROUNDS rounds at least (scoring.point_time_cap), where it ran to max_s alike."""
+    import time
+
+    from judge.judging.timing import CAPPED_MIN_ROUNDS, FreshRounds, interleave
+    from judge.problem.schema import Timing
+
+    noise = random.Random(1)
+
+    def request(role, op, calls=1, **fields):
+        if op == "time" and calls and not fields.get("empty"):
+            time.sleep(2e-3 * (1 + noise.random()))  # ratios varying by ~30 %: no target met
+        return {"ms": 0.1}
+
+    timing = Timing(warmup_s=0, min_reps=6, max_reps=10_000, max_s=0.4, target_rse=1e-4)
+    spent, rounds = {}, {}
+    for share, heaviest in ((1.0, None), (0.05, 1e-4), (0.05, None)):
+        fresh = FreshRounds(lambda i, slot: i, lambda sets: None,
+                            {"submission": _Outputs(), "baseline": _Outputs()}, tmp_path, KEEP_2)
+        started = time.monotonic()
+        got = interleave(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
+                         share=lambda ms, share=share: share, heaviest_target=heaviest)
+        spent[share, heaviest] = time.monotonic() - started
+        rounds[share, heaviest] = len(got["submission"].reported)
+    assert spent[1.0, None] >= timing.max_s and spent[0.05, None] >= timing.max_s, spent
+    assert rounds[0.05, 1e-4] == CAPPED_MIN_ROUNDS  # its cap (0.02 s) was met before them
+    assert spent[0.05, 1e-4] < timing.max_s / 2, spent

@@ -661,12 +661,15 @@ class JudgingRun:
             timed = sorted((t for t in tests if t.timed),
                            key=lambda t: -self._point_bytes(t, cases[t.name]))
             earlier = {"submission": 0.0, "baseline": 0.0}
+            heaviest: float | None = None  # the first point's target (scoring.point_time_cap)
             for test in timed:
                 try:
                     self._time_test(sub, base, test, cases[test.name], reports[test.name],
                                     functools.partial(scoring.point_share,
                                                       self.spec.scoring.aggregate, len(timed),
-                                                      earlier_ms=dict(earlier)), earlier)
+                                                      earlier_ms=dict(earlier)), earlier,
+                                    heaviest)
+                    heaviest = heaviest or reports[test.name].target_rse
                 except RunFailure as failure:
                     if failure.verdict is Verdict.SE:
                         raise ProblemRuntimeError(failure.message) from None
@@ -705,9 +708,11 @@ class JudgingRun:
     def _time_test(self, sub: Contender, base: Contender, test: TestPoint,
                    cases: list[TestCase], report: TestReport,
                    share: Callable[[dict[str, float]], float] | None = None,
-                   earlier_ms: dict[str, float] | None = None) -> None:
-        """Time one point; `share`: what it weighs in the score (see timing.interleave); its
-        time per call is added to `earlier_ms`."""
+                   earlier_ms: dict[str, float] | None = None,
+                   heaviest_target: float | None = None) -> None:
+        """Time one point; `share`: what it weighs in the score, `heaviest_target`: the target
+        of the point that weighs most (see timing.interleave); its time per call is added to
+        `earlier_ms`."""
         timing, run_s = self.timing, self.spec.limits.run_s
         if timing.max_s < self.spec.timing.max_s:
             self.result.applied["max_point_s"] = timing.max_s
@@ -758,7 +763,8 @@ class JudgingRun:
                     request, freeze, timing, rounds, self.flusher.flush if self.flusher else None,
                     cpu_meter, floor_loader=self.language.loader,
                     audit=operator_rule(self.language.name, self.spec.rules) is not None,
-                    throttled=self.throttled, max_calls=slots, share=share)
+                    throttled=self.throttled, max_calls=slots, share=share,
+                    heaviest_target=heaviest_target)
             except timing_loop.GpuThrottled as exc:
                 raise DeviceNotReady(str(exc)) from None
         finally:
@@ -769,6 +775,8 @@ class JudgingRun:
             if earlier_ms is not None:
                 earlier_ms[role] += timing_loop.per_call_ms(got)
         report.target_rse = timing_loop.point_target(samples, share, timing)
+        report.time_cap_s = scoring.point_time_cap(timing.max_s, report.target_rse,
+                                                   heaviest_target)
         ratios = timing_loop.paired_ratios(samples["submission"], samples["baseline"])
         report.speedup_rse = scoring.relative_se(ratios) if ratios else None
         if samples["submission"].throttled:

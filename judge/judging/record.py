@@ -71,6 +71,7 @@ class TestReport:
     # the problem's target, looser where the point weighs little in the score (point_target)
     speedup_rse: float | None = None
     target_rse: float | None = None
+    time_cap_s: float | None = None  # the point's own (scoring.point_time_cap)
     samples: int | None = None  # timed batches (turns) of the submission
     batch_calls: float | None = None  # calls per batch (median): each on its own fresh inputs
     reported_ms: float | None = None  # what the submission's harness reported (not what scores)

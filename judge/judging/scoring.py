@@ -89,6 +89,20 @@ def point_target(target_rse: float, share: float) -> float:
     return target_rse / math.sqrt(min(1.0, max(share, MAX_POINT_RELAXATION ** -2)))
 
 
+def point_time_cap(max_s: float, target: float, heaviest_target: float | None) -> float:
+    """A point's time cap: the problem's `max_s` for the point that weighs most (timed first,
+    `heaviest_target` its target; None: this is it), and for a lighter one in proportion to the
+    rounds its own target needs against that one's (rounds go as 1 / target^2, so as the share).
+    Where the host lets every point reach its target the cap is not met; where it is too noisy
+    for that, a point of a total time that weighs a tenth of the heaviest gets a tenth of the
+    time: timed to the problem's cap alike, it took as long as the heaviest (vector_add's n100003:
+    3 s for 10 % of the score) and moved the score's error by a tenth of what that time was
+    worth. With geomean the points weigh alike and each gets max_s."""
+    if heaviest_target is None or target <= 0:
+        return max_s
+    return max_s * min(1.0, (heaviest_target / target) ** 2)
+
+
 def speedup(baseline_ms: float, submission_ms: float) -> float:
     return baseline_ms / submission_ms if submission_ms > 0 else math.inf
 

@@ -542,6 +542,9 @@ def on_cpus(cpus: set[int] | None) -> Iterator[None]:
 # Its other timed calls are not recorded (a dispatch mode costs every ATen call Python time that
 # the baseline does not pay), and a run that counts its calls cannot know which are audited.
 AUDIT_EVERY = 8
+# A point stopped by its own time cap (scoring.point_time_cap, below the problem's max_s) has at
+# least this many scored rounds: the pairs the stop rule itself looks at (MIN_STOP_SAMPLES)
+CAPPED_MIN_ROUNDS = 2 * scoring.MIN_STOP_SAMPLES
 
 
 def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
@@ -550,7 +553,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                floor_loader: str | None = None, audit: bool = False,
                throttled: Callable[[], bool] | None = None,
                max_calls: int = 1,
-               share: Callable[[dict[str, float]], float] | None = None) -> dict[str, Samples]:
+               share: Callable[[dict[str, float]], float] | None = None,
+               heaviest_target: float | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders, each first in half the rounds (`_order`),
     until their paired ratio reaches the target relative standard error (or a cap is hit); the
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
@@ -637,11 +641,13 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                     and time.monotonic() - started > 4 * timing.max_s):
                 raise GpuThrottled(f"{samples['submission'].throttled} of {rounds.rounds} timed "
                                    "rounds ran on a throttled GPU clock")
-            if n >= timing.max_reps or (n >= 3 and time.monotonic() - started > timing.max_s):
+            target, elapsed = point_target(samples, share, timing), time.monotonic() - started
+            cap = scoring.point_time_cap(timing.max_s, target, heaviest_target)
+            if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
+                    or (n >= max(timing.min_reps, CAPPED_MIN_ROUNDS) and elapsed > cap)):
                 return samples
             if n >= timing.min_reps and scoring.converged(
-                    paired_ratios(samples["submission"], base), point_target(samples, share,
-                                                                               timing),
+                    paired_ratios(samples["submission"], base), target,
                     math.ceil(timing.min_reps / 2)):
                 return samples
     finally:

@@ -109,7 +109,9 @@ class Timing(_Strict):
     warmup_s: float = Field(0.05, ge=0)
     min_reps: int = Field(5, ge=3)
     max_reps: int = Field(50, ge=3)
-    max_s: float = Field(3.0, gt=0, description="timing budget per test point")
+    max_s: float = Field(3.0, gt=0, description="timing budget of the test point that weighs "
+                         "most in the score; a lighter one's is in proportion to its weight "
+                         "against that one's (judge/judging/scoring.py point_time_cap)")
     target_rse: float = Field(0.01, gt=0)
     input_sets: int = Field(2, ge=1, le=8, description="input sets checked before timing (the "
                             "warm-up cycles through them; every timed call gets fresh inputs)")
