@@ -178,6 +178,17 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     assert all(abs(n - expected) < 0.25 * expected for n in counts.values()), counts
 
 
+def test_the_problems_count_of_checks_is_the_submissions():
+    """The problem's `checked_calls` is what the submission's timed calls are checked at least;
+    the baseline (the organizer's code) is checked as a test of the judge's plumbing, one call at
+    least: eight of vector_add's 4 MB calls were ~0.1 s of every judging."""
+    from judge.judging.timing import BASELINE_MAX_CHECKED, MAX_CHECKED, checked_calls
+
+    assert checked_calls(8, 4 << 20) == {"submission": 8, "baseline": 1}
+    assert checked_calls(8, 28) == {"submission": MAX_CHECKED, "baseline": BASELINE_MAX_CHECKED}
+    assert checked_calls(8, 1 << 30) == {"submission": 8, "baseline": 1}
+
+
 def test_the_reservoir_draws_uniformly_from_a_long_stream_in_few_picks():
     """Algorithm L over a tiny point's thousands of calls a turn: every call equally likely to be
     kept, however the stream is cut into turns, and only ~k log(n/k) of them ever picked (each

@@ -73,7 +73,8 @@ class SharedTensors:
     def write_sets(self, sets: list[list[torch.Tensor]]) -> None:
         """Copy each of `sets` into the set of its index: small sets a tensor at a time across
         all of them (a copy per set and tensor costs ~10 us of Python: ~10 ms a round of a
-        thousand tiny sets), through numpy, which copies on the calling thread."""
+        thousand tiny sets), through numpy, which copies on the calling thread. A set's tensors
+        have their declared dtypes and shapes (Reference.inputs checks them)."""
         if self.size > SMALL_SET_BYTES or len(sets) < 2:
             for slot, values in enumerate(sets):
                 self.write(values, slot)
@@ -82,8 +83,9 @@ class SharedTensors:
             if not target.numel():
                 continue
             rows = _across(target, len(sets), self.stride)
-            stacked = torch.stack([values[index].to(device="cpu", dtype=target.dtype)
-                                   for values in sets])
+            # stacked where they were drawn, then copied to the host once (not once a set)
+            stacked = torch.stack([values[index] for values in sets]).to(
+                device="cpu", dtype=target.dtype)
             np.copyto(rows.numpy(), stacked.reshape(len(sets), -1).view(rows.dtype).numpy())
 
     def poison(self, slots: int | None = None) -> None:

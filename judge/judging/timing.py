@@ -106,12 +106,14 @@ SWITCH_INTERVAL_S = 5e-5  # the GIL's, while a test point is timed (see interlea
 # over): at least the problem's `checked_calls`, more where outputs are small (a batch of tiny
 # calls holds hundreds; a run that skips the work in one call of a hundred escapes 8 checks 92 %
 # of the time, 256 checks 8 %), as many as CHECKED_BYTES of outputs (the baseline's: a check of
-# the judge itself, BASELINE_CHECKED_BYTES), at most MAX_CHECKED. A check costs about as much as
-# drawing the call's inputs again (~20 ms for vector_add's 4 MB point here, ~2 ms at 256 KB:
-# bench/round_cost.py).
+# the judge itself, as many as BASELINE_CHECKED_BYTES, one at least and BASELINE_MAX_CHECKED at
+# most, whatever the problem asks of the submission), at most MAX_CHECKED. A check costs about as
+# much as drawing the call's inputs again (~20 ms for vector_add's 4 MB point here, ~2 ms at
+# 256 KB: bench/round_cost.py).
 CHECKED_BYTES = 16 << 20
 BASELINE_CHECKED_BYTES = 4 << 20
 MAX_CHECKED = 256
+BASELINE_MAX_CHECKED = 8
 
 
 # Besides that draw, every timed call's outputs are sampled (SKIP_SAMPLES elements of each output,
@@ -149,10 +151,12 @@ def looks_skipped(got: list[torch.Tensor], poison: list[torch.Tensor],
 
 
 def checked_calls(at_least: int, output_bytes: int) -> dict[str, int]:
-    """The calls drawn for a check, by contender."""
-    return {role: max(at_least, min(MAX_CHECKED, budget // max(output_bytes, 1)))
-            for role, budget in (("submission", CHECKED_BYTES),
-                                 ("baseline", BASELINE_CHECKED_BYTES))}
+    """The calls drawn for a check, by contender: the problem's `at_least` is the submission's
+    (the baseline is the organizer's code; its checks test the judge's plumbing, and eight of
+    vector_add's 4 MB calls cost a judging ~0.1 s to check)."""
+    size = max(output_bytes, 1)
+    return {"submission": max(at_least, min(MAX_CHECKED, CHECKED_BYTES // size)),
+            "baseline": max(1, min(BASELINE_MAX_CHECKED, BASELINE_CHECKED_BYTES // size))}
 
 
 @dataclass
