@@ -133,6 +133,12 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     assert [h["by"] for h in forged.holds] == ["clock"] and forged.needs_review
     under = judged(Charge(0.003, 0.0001, 0.0001, False))  # short of the floor, not significant
     assert [h["by"] for h in under.holds] == ["clock"]
+    # the clock itself under the floor too (the harness's work around each call, measured with
+    # empty calls, taken off a tiny call leaves almost nothing): the time charged is the floor,
+    # and a report under the floor is short of that (forge_under_allowance went unflagged in one
+    # judging of ~20 here, its clock as low as the 0.0001 ms a call it reported)
+    both_under = judged(Charge(0.0001, 0.0001, 0.0, False), floor_ms=0.003)
+    assert [h["by"] for h in both_under.holds] == ["clock"], both_under.flags
     assert not judged(Charge(0.1, 0.098, 0.002, False)).flags  # within the noise: nothing
     # both calls about the empty call's cost (a tiny point): the baseline's time is held to the
     # same floor as the submission's, so that the clock's noise under it is no speedup either way

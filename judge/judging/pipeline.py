@@ -926,10 +926,12 @@ class JudgingRun:
         # empty call reports (which no call can be: the clock's noise cannot hide that one)
         under_floor = bool(report.floor_ms) and (
             charge.reported_ms < (1 - timing_loop.PHYSICS_MARGIN) * report.floor_ms)
-        if (charge.forged or under_floor) and charge.ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
-            what = (f"charged {charge.ms - charge.reported_ms:.3f} ms per call more than the "
+        # against what is charged (`ms`: the floor where the clock, less the harness's work
+        # around each call, left a tiny call less than it; a report under that floor is short)
+        if (charge.forged or under_floor) and ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
+            what = (f"charged {ms - charge.reported_ms:.4f} ms per call more than the "
                     f"{charge.reported_ms:.4f} ms reported (the judge's clock or the run's CPU "
-                    "time saw it outside the measured call)")
+                    "time saw it outside the measured call, or it is under the empty call's)")
             beyond_baseline = charge.time_excess_ms + charge.ms - charge.clock_ms
             if under_floor or beyond_baseline > HELD_EXCESS * charge.ms:
                 self._hold("clock", test, what)
