@@ -77,8 +77,12 @@ FLAGGED_EXCESS = 0.1
 # gap between clock and report, holds the result for review (item 3 of issue 28): an honest
 # PyTorch `c.copy_(a + b)` showed 8 % (work of its harness's call path that its report leaves
 # out and the baseline's does not), flagged in two judgings of three at 100k elements; forged
-# timers show 40-100 %. A report under the empty call's floor is held whatever its size.
+# timers show 40-100 %. A report under REPORT_FLOOR_FRACTION of the empty call's is held whatever
+# its size: an honest loop.cpp at a 7-element point reports 0.92-0.99 of the empty call (measured
+# in the baseline's process), and under a loaded CI run under 0.9 (its result was held); forged
+# timers report a hundredth of it. (Whatever is held, the clock scores.)
 HELD_EXCESS = 0.25
+REPORT_FLOOR_FRACTION = 0.5
 # Host memory a JIT compile may add to a harness (TileLang: TVM's lowering and nvcc, ~0.5 GB
 # each for the bundled templates, bench/tilelang_jit_memory.py), on top of the problem's limit.
 JIT_COMPILER_MB = 2048
@@ -925,7 +929,7 @@ class JudgingRun:
         # a report short of the clock (a forged timer): by a significant excess, or below what an
         # empty call reports (which no call can be: the clock's noise cannot hide that one)
         under_floor = bool(report.floor_ms) and (
-            charge.reported_ms < (1 - timing_loop.PHYSICS_MARGIN) * report.floor_ms)
+            charge.reported_ms < REPORT_FLOOR_FRACTION * report.floor_ms)
         # against what is charged (`ms`: the floor where the clock, less the harness's work
         # around each call, left a tiny call less than it; a report under that floor is short)
         if (charge.forged or under_floor) and ms > (1 + FLAGGED_EXCESS) * charge.reported_ms:
