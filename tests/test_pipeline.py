@@ -303,15 +303,19 @@ def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, 
     after the reply is charged. The problem's baseline here does the same work in its calls
     (COUNTED_ADD): the paired ratio, which the host's speed cancels out of, is what the deferral
     gains. A turn holds 16 calls at the small points, 2 at the large one, where a run that
-    could finish the last call's part between turns would be ~1.35x its baseline."""
+    could finish the last call's part between turns would be ~1.35x its baseline (at 16 calls
+    a turn the last part is a sixteenth of the work). The score and that point are held to
+    1.12; the light points are timed to what they weigh (ten rounds here, 0.9-1.3x from one
+    judging to the next while their hidden CPU time was charged in each: not a bound to hold
+    one point to)."""
     folder = tmp_path / "vector_add"
     shutil.copytree(VA, folder)
     (folder / "baseline.py").write_text(COUNTED_ADD)
     result = judge(load_problem(folder), MOVED_AFTER_RETURN, cpu, default_sandbox,
                    JudgeOptions(), language="torch")
-    assert result.verdict is Verdict.AC
-    for test in result.tests:
-        assert test.speedup < 1.12, (test.name, test.speedup, test.time_ms)
+    assert result.verdict is Verdict.AC and result.speedup < 1.12, result.speedup
+    largest = max(result.tests, key=lambda t: t.params["n"])
+    assert largest.speedup < 1.12, (largest.speedup, largest.speedup_rse)
 
 
 def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,

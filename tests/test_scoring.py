@@ -218,26 +218,32 @@ def test_a_points_share_is_never_below_its_share_of_the_whole():
 def test_a_light_points_time_cap_costs_the_score_little_and_saves_most_of_the_time():
     """On a host too noisy for any point to reach its target every point runs to its cap. With
     the problem's max_s for each, vector_add's n100003 (a tenth of its total time) took as long
-    as the point that carries the score; capped in proportion to its weight
-    (scoring.point_time_cap), four points of a total time take under a third of the time and
-    leave the score's error within 6 % of what the full caps gave."""
+    as the point that carries the score; capped in proportion to its weight against the
+    heaviest (scoring.point_weight, point_time_cap), four points of a total time take under a
+    third of the time and leave the score's error within 6 % of what the full caps gave."""
     times, max_s = [1000.0, 100.0, 8.0, 1.0], 3.0
-    earlier, caps, full = {"submission": 0.0}, [], []
-    heaviest = None
-    for ms in times:
-        share = scoring.point_share("total_time", len(times), {"submission": ms}, earlier)
-        target = scoring.point_target(0.01, share)
-        caps.append(scoring.point_time_cap(max_s, target, heaviest))
-        full.append(scoring.point_time_cap(max_s, target, None))
-        heaviest = heaviest or target
-        earlier["submission"] += ms
-    assert caps[0] == full[0] == max_s and all(c <= max_s for c in caps)
-    assert caps[1] == pytest.approx(max_s * 100 / 1100)  # its share of the points so far
+    heaviest = {"submission": times[0], "baseline": times[0]}
+    caps = [scoring.point_time_cap(max_s, scoring.point_weight(
+        "total_time", {"submission": ms, "baseline": ms}, heaviest)) for ms in times]
+    assert caps[0] == max_s and caps[1] == pytest.approx(max_s / 10)
     weights = [ms / sum(times) for ms in times]  # rounds go as the time: error^2 as 1 / time
 
     def error(spent):
         return math.sqrt(sum(w * w / s for w, s in zip(weights, spent)))
 
-    assert sum(caps) < sum(full) / 3 and error(caps) < 1.06 * error(full)
-    # with geomean the points weigh alike: each keeps the problem's cap
-    assert scoring.point_time_cap(max_s, 0.02, 0.02) == max_s
+    assert sum(caps) < 4 * max_s / 3 and error(caps) < 1.06 * error([max_s] * 4)
+
+
+def test_points_that_weigh_alike_keep_the_whole_time_cap():
+    """Three points of equal time (or any geomean's) each weigh what the heaviest does: each gets
+    max_s. (Compared by their shares of the points timed so far, 1, 1/2 and 1/3, the last two got
+    half and a third of it, and a deferral attack's points were timed in ten noisy rounds.) A run
+    cannot make a point look light: the baseline's time bounds its weight from below."""
+    heaviest = {"submission": 2.0, "baseline": 2.0}
+    alike = {"submission": 2.0, "baseline": 2.0}
+    assert scoring.point_weight("total_time", alike, heaviest) == 1.0
+    assert scoring.point_weight("geomean", {"submission": 0.01, "baseline": 0.01}, heaviest) == 1.0
+    fast_run = {"submission": 0.02, "baseline": 2.0}
+    assert scoring.point_weight("total_time", fast_run, heaviest) == 1.0
+    assert scoring.point_time_cap(3.0, scoring.point_weight(
+        "total_time", {"submission": 0.2, "baseline": 0.2}, heaviest)) == pytest.approx(0.3)

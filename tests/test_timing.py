@@ -731,14 +731,15 @@ def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
 
     timing = Timing(warmup_s=0, min_reps=6, max_reps=10_000, max_s=0.4, target_rse=1e-4)
     spent, rounds = {}, {}
-    for share, heaviest in ((1.0, None), (0.05, 1e-4), (0.05, None)):
+    for share, weight in ((1.0, None), (0.05, 0.05), (0.05, None)):
         fresh = FreshRounds(lambda i, slot: i, lambda sets: None,
                             {"submission": _Outputs(), "baseline": _Outputs()}, tmp_path, KEEP_2)
         started = time.monotonic()
         got = interleave(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
-                         share=lambda ms, share=share: share, heaviest_target=heaviest)
-        spent[share, heaviest] = time.monotonic() - started
-        rounds[share, heaviest] = len(got["submission"].reported)
+                         share=lambda ms, share=share: share,
+                         weight=None if weight is None else lambda ms, w=weight: w)
+        spent[share, weight] = time.monotonic() - started
+        rounds[share, weight] = len(got["submission"].reported)
     assert spent[1.0, None] >= timing.max_s and spent[0.05, None] >= timing.max_s, spent
-    assert rounds[0.05, 1e-4] == CAPPED_MIN_ROUNDS  # its cap (0.02 s) was met before them
-    assert spent[0.05, 1e-4] < timing.max_s / 2, spent
+    assert rounds[0.05, 0.05] == CAPPED_MIN_ROUNDS  # its cap (0.02 s) was met before them
+    assert spent[0.05, 0.05] < timing.max_s / 2, spent

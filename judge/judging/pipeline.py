@@ -665,15 +665,16 @@ class JudgingRun:
             timed = sorted((t for t in tests if t.timed),
                            key=lambda t: -self._point_bytes(t, cases[t.name]))
             earlier = {"submission": 0.0, "baseline": 0.0}
-            heaviest: float | None = None  # the first point's target (scoring.point_time_cap)
-            for test in timed:
+            aggregate = self.spec.scoring.aggregate
+            for index, test in enumerate(timed):
+                # the first point is the heaviest: the others' time caps go with their weight
+                # against it (its time per call is all `earlier` holds once it is timed)
+                weight = functools.partial(scoring.point_weight, aggregate,
+                                           heaviest_ms=dict(earlier)) if index else None
                 try:
                     self._time_test(sub, base, test, cases[test.name], reports[test.name],
-                                    functools.partial(scoring.point_share,
-                                                      self.spec.scoring.aggregate, len(timed),
-                                                      earlier_ms=dict(earlier)), earlier,
-                                    heaviest)
-                    heaviest = heaviest or reports[test.name].target_rse
+                                    functools.partial(scoring.point_share, aggregate, len(timed),
+                                                      earlier_ms=dict(earlier)), earlier, weight)
                 except RunFailure as failure:
                     if failure.verdict is Verdict.SE:
                         raise ProblemRuntimeError(failure.message) from None
@@ -713,9 +714,9 @@ class JudgingRun:
                    cases: list[TestCase], report: TestReport,
                    share: Callable[[dict[str, float]], float] | None = None,
                    earlier_ms: dict[str, float] | None = None,
-                   heaviest_target: float | None = None) -> None:
-        """Time one point; `share`: what it weighs in the score, `heaviest_target`: the target
-        of the point that weighs most (see timing.interleave); its time per call is added to
+                   weight: Callable[[dict[str, float]], float] | None = None) -> None:
+        """Time one point; `share`: what it weighs in the score, `weight`: what it weighs against
+        the heaviest point (see timing.interleave); its time per call is added to
         `earlier_ms`."""
         timing, run_s = self.timing, self.spec.limits.run_s
         if timing.max_s < self.spec.timing.max_s:
@@ -768,7 +769,7 @@ class JudgingRun:
                     cpu_meter, floor_loader=self.language.loader,
                     audit=operator_rule(self.language.name, self.spec.rules) is not None,
                     throttled=self.throttled, max_calls=slots, share=share,
-                    heaviest_target=heaviest_target)
+                    weight=weight)
             except timing_loop.GpuThrottled as exc:
                 raise DeviceNotReady(str(exc)) from None
         finally:
@@ -779,8 +780,7 @@ class JudgingRun:
             if earlier_ms is not None:
                 earlier_ms[role] += timing_loop.per_call_ms(got)
         report.target_rse = timing_loop.point_target(samples, share, timing)
-        report.time_cap_s = scoring.point_time_cap(timing.max_s, report.target_rse,
-                                                   heaviest_target)
+        report.time_cap_s = timing_loop.point_time_cap(samples, weight, timing)
         ratios = timing_loop.paired_ratios(samples["submission"], samples["baseline"])
         report.speedup_rse = scoring.relative_se(ratios) if ratios else None
         if samples["submission"].throttled:

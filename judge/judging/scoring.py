@@ -89,18 +89,29 @@ def point_target(target_rse: float, share: float) -> float:
     return target_rse / math.sqrt(min(1.0, max(share, MAX_POINT_RELAXATION ** -2)))
 
 
-def point_time_cap(max_s: float, target: float, heaviest_target: float | None) -> float:
-    """A point's time cap: the problem's `max_s` for the point that weighs most (timed first,
-    `heaviest_target` its target; None: this is it), and for a lighter one in proportion to the
-    rounds its own target needs against that one's (rounds go as 1 / target^2, so as the share).
-    Where the host lets every point reach its target the cap is not met; where it is too noisy
-    for that, a point of a total time that weighs a tenth of the heaviest gets a tenth of the
-    time: timed to the problem's cap alike, it took as long as the heaviest (vector_add's n100003:
-    3 s for 10 % of the score) and moved the score's error by a tenth of what that time was
-    worth. With geomean the points weigh alike and each gets max_s."""
-    if heaviest_target is None or target <= 0:
-        return max_s
-    return max_s * min(1.0, (heaviest_target / target) ** 2)
+def point_weight(aggregate: str, point_ms: dict[str, float],
+                 heaviest_ms: dict[str, float]) -> float:
+    """What a point weighs against the heaviest point (timed first; `heaviest_ms`, each
+    contender's time per call there): with `total_time` its time per call over that one's, for
+    the contender it weighs more for (the baseline's bounds it from below: a run cannot make a
+    point look light), at most 1; with `geomean` the points weigh alike. (Not the ratio of the
+    two points' shares so far: the first one's, alone, is 1, and three points of equal time came
+    out at 1, 1/2 and 1/3.)"""
+    if aggregate == "geomean":
+        return 1.0
+    ratios = [ms / heaviest_ms[role] for role, ms in point_ms.items()
+              if ms > 0 and heaviest_ms.get(role, 0) > 0]
+    return min(1.0, max(ratios, default=1.0))
+
+
+def point_time_cap(max_s: float, weight: float) -> float:
+    """A point's time cap: the problem's `max_s` in proportion to what it weighs against the
+    heaviest point (`point_weight`): rounds go as 1 / target^2, so as the weight. Where the host
+    lets every point reach its target the cap is not met; where it is too noisy for that, a point
+    of a total time a tenth of the heaviest's gets a tenth of the time: timed to the problem's
+    cap alike, it took as long as the heaviest (vector_add's n100003: 3 s for 10 % of the score)
+    and moved the score's error by a tenth of what that time was worth."""
+    return max_s * min(1.0, weight)
 
 
 def speedup(baseline_ms: float, submission_ms: float) -> float:

@@ -558,7 +558,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                throttled: Callable[[], bool] | None = None,
                max_calls: int = 1,
                share: Callable[[dict[str, float]], float] | None = None,
-               heaviest_target: float | None = None) -> dict[str, Samples]:
+               weight: Callable[[dict[str, float]], float] | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders, each first in half the rounds (`_order`),
     until their paired ratio reaches the target relative standard error (or a cap is hit); the
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
@@ -573,7 +573,10 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     a throttled turn is left out and another one run; a GPU that throttles every call is
     GpuThrottled once the time cap is four times over. With `share` (what the point weighs in
     the score, from each contender's time per call so far: scoring.point_share) the target is
-    the point's own (scoring.point_target)."""
+    the point's own (scoring.point_target), and with `weight` (what it weighs against the point
+    timed first, from the same times: scoring.point_weight) so is the time cap
+    (scoring.point_time_cap; a point it stops has CAPPED_MIN_ROUNDS rounds at least; the
+    problem's max_s stops any after three)."""
     samples = {"submission": Samples(), "baseline": Samples()}
     base = samples["baseline"]
     roles = list(samples)
@@ -646,7 +649,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 raise GpuThrottled(f"{samples['submission'].throttled} of {rounds.rounds} timed "
                                    "rounds ran on a throttled GPU clock")
             target, elapsed = point_target(samples, share, timing), time.monotonic() - started
-            cap = scoring.point_time_cap(timing.max_s, target, heaviest_target)
+            cap = point_time_cap(samples, weight, timing)
             if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
                     or (n >= max(timing.min_reps, CAPPED_MIN_ROUNDS) and elapsed > cap)):
                 return samples
@@ -671,6 +674,15 @@ def point_target(samples: dict[str, Samples], share: Callable[[dict[str, float]]
     if share is None:
         return timing.target_rse
     return scoring.point_target(timing.target_rse, share(
+        {role: per_call_ms(got) for role, got in samples.items()}))
+
+
+def point_time_cap(samples: dict[str, Samples],
+                   weight: Callable[[dict[str, float]], float] | None, timing: Timing) -> float:
+    """This point's time cap (see interleave)."""
+    if weight is None:
+        return timing.max_s
+    return scoring.point_time_cap(timing.max_s, weight(
         {role: per_call_ms(got) for role, got in samples.items()}))
 
 
