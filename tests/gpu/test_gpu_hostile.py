@@ -10,6 +10,8 @@ checks only), so the device self-test may run them in whatever sandbox works the
   late error      an illegal address on the 12th call, after the checks passed: RE, and the
                   next judging on the GPU is AC
   hung kernel     spins forever on its 4th call: TLE, the GPU is released, the next judging AC
+  stale block     after three honest calls copies an empty tensor from torch's caching
+                  allocator, whose freed block holds an earlier call's sum: WA
 """
 
 from __future__ import annotations
@@ -106,6 +108,21 @@ def run_kernel(a, b, c, n):
     torch.add(a, b, out=c)
 '''
 
+STALE_ALLOCATOR_PY = '''
+import torch
+
+calls = [0]
+
+
+def run_kernel(a, b, c, n):
+    calls[0] += 1
+    if calls[0] <= 3:
+        total = a + b  # freed on return: the allocator keeps the block, sum and all
+        c.copy_(total)
+        return
+    c.copy_(torch.empty_like(c))
+'''
+
 SOURCES = (PERSISTING_L2_CU, SKIPPED_CALLS_CU, LATE_ERROR_CU, HUNG_CU)
 
 
@@ -157,6 +174,11 @@ def test_a_patched_timer_is_charged_on_the_shortest_timed_point_too(cuda, gpu_sa
 
 def test_work_skipped_on_every_other_call_is_wrong(cuda, gpu_sandbox, vector_add):
     result = judge(vector_add, SKIPPED_CALLS_CU, cuda, gpu_sandbox)
+    assert result.verdict is Verdict.WA, result.to_dict()
+
+
+def test_an_output_left_in_the_allocators_freed_block_is_wrong(cuda, gpu_sandbox, vector_add):
+    result = judge(vector_add, STALE_ALLOCATOR_PY, cuda, gpu_sandbox, language="torch")
     assert result.verdict is Verdict.WA, result.to_dict()
 
 
