@@ -142,38 +142,34 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from judge.problem.importers import import_problem
+    from judge.judging.importing import ImportRequest, import_many, import_one, report, summary
+    from judge.problem.importers import discover
     from judge.problem.importers.draft import ImportFailure
-    from judge.problem.schema import ProblemError, load_problem
 
+    source = Path(args.source)
+    request = ImportRequest(args.format, Path(args.dir), Path(args.out) if args.out else None,
+                            force=args.force, draft=args.draft, check=not args.no_check,
+                            sandbox=args.sandbox)
     try:
-        path, draft = import_problem(args.format, Path(args.source),
-                                     Path(args.out) if args.out else None, Path(args.dir))
+        sources = discover(args.format, source)
     except ImportFailure as exc:
         raise BadInput(f"cannot import {args.source}: {exc}") from None
-    print(f"wrote {path} from a {draft.source_format} ({len(draft.tests)} test points)")
-    for note in draft.notes:
-        print(f"  note: {note}")
-    try:
-        problem = load_problem(path)
-    except ProblemError as exc:
-        print(f"to do before it validates:\n{exc}")
+    if sources == [source]:
+        outcome = import_one(request, source)
+        if outcome.status == "refused":
+            raise BadInput(f"cannot import {args.source}: {outcome.detail}")
+        print(outcome.line())
+        for note in outcome.notes:
+            print(f"  note: {note}")
+        if outcome.status == "imported":
+            print(f"next: kjudge problem validate {outcome.path}")
         return EXIT_OK
-    print(_probe(problem) + f"\nnext: kjudge problem validate {path}")
-    return EXIT_OK
-
-
-def _probe(problem) -> str:
-    """The reference on the first CPU test point, run here (the organizer's code): its errors
-    are better seen now than as SE in a judging."""
-    from judge.judging.reference import ProblemRuntimeError, Reference
-
-    test = problem.tests_for("cpu")[0]
-    try:
-        Reference(problem, "cpu").case(test, seed=1)
-    except ProblemRuntimeError as exc:
-        return f"the reference fails on the CPU test point {test.name}: {exc}"
-    return f"the reference runs on the CPU test point {test.name}"
+    if request.out is not None:
+        raise BadInput(f"{args.source} holds {len(sources)} problems: --out names one folder; "
+                       "use --dir")
+    outcomes = report(import_many(request, source, jobs=args.jobs), print)
+    print(f"{len(outcomes)} problems: {summary(outcomes)}")
+    return EXIT_FAIL if any(o.status == "refused" for o in outcomes) else EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -268,6 +264,14 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("source", help="the format's file or folder (see README 'Add a problem')")
     im.add_argument("--out", help="the folder to write (default: --dir/<the problem's name>)")
     im.add_argument("--dir", default=str(problems_root()))
+    im.add_argument("--draft", action="store_true",
+                    help="keep a folder that does not validate yet, to finish by hand")
+    im.add_argument("--force", action="store_true", help="import again what is already there")
+    im.add_argument("--no-check", action="store_true",
+                    help="do not judge the baseline on the CPU before keeping the folder")
+    im.add_argument("--jobs", type=int, help="problems imported at once (a folder of them)")
+    im.add_argument("--sandbox", help="the backend the baseline is judged in (default: the "
+                    "setting)")
     im.set_defaults(func=cmd_import)
     img = sub.add_parser("image", help="sandbox images").add_subparsers(dest="action",
                                                                          required=True)

@@ -1,24 +1,61 @@
 """`kjudge problem import --from FORMAT SOURCE`: problem folders from the formats organizers
-already keep problems in. One module per format, each defining FORMAT (what it reads) and
-`convert(source) -> Draft` (draft.py); the list of formats is this package's modules. Nothing
-is imported until a format is used (the CLI lists them at every start)."""
+already keep problems in. One module per format, each defining FORMAT (what it reads),
+`convert(source) -> Draft` (draft.py) and `discover(folder)` (the problems a folder holds); the
+list of formats is this package's modules. Nothing is imported until a format is used (the CLI
+lists them at every start). judge/judging/importing.py checks and keeps what converts."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections import Counter
 from pathlib import Path
 
 FORMATS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "draft"))
 
 
-def import_problem(fmt: str, source: Path, out: Path | None, root: Path):
-    """Convert `source` and write the folder (`out`, else root/<slug>): (path, Draft)."""
-    from judge.problem.importers.draft import ImportFailure, write
+def _format(fmt: str):
+    from judge.problem.importers.draft import ImportFailure
 
     if fmt not in FORMATS:
         raise ImportFailure(fmt, "--from", "unknown format", f"use one of {', '.join(FORMATS)}")
+    return importlib.import_module(f"{__name__}.{fmt}")
+
+
+def convert(fmt: str, source: Path):
+    """The Draft of one problem's source."""
+    from judge.problem.importers.draft import ImportFailure
+
+    module = _format(fmt)
     if not source.exists():
         raise ImportFailure(str(source), "", "not found")
-    draft = importlib.import_module(f"{__name__}.{fmt}").convert(source)
+    return module.convert(source)
+
+
+def discover(fmt: str, source: Path) -> list[Path]:
+    """The problems `source` holds: itself when it is one, else every one found under it."""
+    from judge.problem.importers.draft import ImportFailure
+
+    module = _format(fmt)
+    if not source.exists():
+        raise ImportFailure(str(source), "", "not found")
+    return sorted(module.discover(source))
+
+
+def folder_names(sources: list[Path]) -> dict[Path, str]:
+    """Folder names for sources whose own names would collide (pmpp/conv2d_py and
+    pmpp_v2/conv2d_py): the parent folder's name joins theirs."""
+    from judge.problem.importers.draft import slug_of
+
+    counts = Counter(slug_of(s.stem) for s in sources)
+    return {s: slug_of(f"{s.parent.name}_{s.stem}") for s in sources
+            if counts[slug_of(s.stem)] > 1}
+
+
+def import_problem(fmt: str, source: Path, out: Path | None, root: Path):
+    """Convert `source` and write the folder (`out`, else root/<slug>), unchecked:
+    (path, Draft)."""
+    from judge.problem.importers.draft import write
+
+    draft = convert(fmt, source)
     return write(draft, out or root / draft.slug), draft

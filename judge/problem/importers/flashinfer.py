@@ -43,6 +43,15 @@ def workloads_file(definition: Path, name: str) -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
+def discover(folder: Path) -> list[Path]:
+    """Definitions: the file itself, else every .json under the folder (a trace set's
+    definitions/), solutions and workloads left out."""
+    if folder.is_file():
+        return [folder]
+    return [p for p in folder.rglob("*.json")
+            if not {"solutions", "workloads", "traces"} & set(p.relative_to(folder).parts)]
+
+
 def convert(source: Path) -> Draft:
     file = source.name
     try:

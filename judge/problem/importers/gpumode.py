@@ -41,6 +41,13 @@ DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}  # utils.verbose_allclose's def
 DIVISORS = (2, 4, 8, 16, 32, 64, 128, 256)
 
 
+def discover(folder: Path) -> list[Path]:
+    """Problem folders: the folder itself when it holds task.yml, else every one under it."""
+    if (folder / "task.yml").is_file() or folder.is_file():
+        return [folder]
+    return [task.parent for task in folder.rglob("task.yml")]
+
+
 def convert(source: Path) -> Draft:
     folder = source if source.is_dir() else source.parent
     task_file = folder / "task.yml"

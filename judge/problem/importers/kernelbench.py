@@ -30,6 +30,11 @@ CPU_BYTES = 8 * 2**20  # a CPU point's tensors, all together
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}  # kernelbench eval.py
 
 
+def discover(folder: Path) -> list[Path]:
+    """Problem files: the file itself, else the folder's .py files (a level's folder)."""
+    return [folder] if folder.is_file() else list(folder.glob("*.py"))
+
+
 def convert(source: Path) -> Draft:
     if source.is_dir() or source.suffix != ".py":
         raise ImportFailure(str(source), "", "not a KernelBench problem file (.py)")

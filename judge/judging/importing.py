@@ -1,0 +1,205 @@
+"""`kjudge problem import`: a format's problems become folders that validate and whose own
+baseline is accepted on the CPU device, or are refused by file, field and fix. `--draft` keeps
+a folder that does not validate yet, on purpose; nothing else leaves one behind.
+
+One source, or a whole folder of them (the format's `discover` lists what a folder holds), each
+imported in a process of its own (the format's code runs at import: a crash, a hang or a stray
+global stays there), several at a time, one outcome line each as it finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+STAGING = ".importing"  # beside the problems: where a folder is written and checked first
+IMPORT_TIMEOUT_S = 600  # one problem: convert, write, the reference and the baseline's judging
+STATUSES = ("imported", "draft", "skipped", "refused")
+
+
+@dataclass
+class ImportOutcome:
+    source: str
+    status: str  # one of STATUSES
+    path: str = ""
+    detail: str = ""  # why refused, what a draft lacks, or what was checked
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        where = f" -> {self.path}" if self.path else ""
+        return f"{self.status:<8} {self.source}{where}" + (f": {self.detail}"
+                                                           if self.detail else "")
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    fmt: str
+    root: Path  # folders go to root/<slug>
+    out: Path | None = None  # this folder instead (one source)
+    force: bool = False  # replace a folder already there
+    draft: bool = False  # keep a folder that does not validate yet
+    check: bool = True  # judge the baseline on the CPU device before keeping the folder
+    sandbox: str | None = None  # the backend for that judging (default: the setting)
+
+
+def import_one(request: ImportRequest, source: Path) -> ImportOutcome:
+    """Convert, write, validate and check one source, in this process."""
+    from judge.problem.importers import convert
+    from judge.problem.importers.draft import ImportFailure, write
+
+    start = time.monotonic()
+    try:
+        draft = convert(request.fmt, source)
+    except ImportFailure as exc:
+        return ImportOutcome(str(source), "refused", detail=str(exc))
+    out = request.out or request.root / draft.slug
+    if out.exists() and any(out.iterdir()) and not request.force:
+        return ImportOutcome(str(source), "skipped", str(out),
+                             "already imported (--force imports it again)")
+    # written and checked aside (same folder name: it is the slug), moved into place if kept
+    staging = out.parent / STAGING / out.name
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        write(draft, staging)
+        problems = _problems(staging, request)
+        outcome = ImportOutcome(str(source), "imported", str(out), notes=draft.notes,
+                                detail=f"{len(draft.tests)} test points" + (
+                                    ", the baseline AC on the CPU" if request.check else ""))
+        if problems:
+            outcome.status = "draft" if request.draft else "refused"
+            outcome.detail = problems + ("" if request.draft else
+                                         " (--draft keeps the folder to finish by hand)")
+        if outcome.status == "refused":
+            outcome.path = ""
+        else:
+            _move(staging, out)
+    except ImportFailure as exc:
+        outcome = ImportOutcome(str(source), "refused", detail=str(exc))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_if_empty(staging.parent)
+    outcome.seconds = round(time.monotonic() - start, 1)
+    return outcome
+
+
+def _move(staging: Path, out: Path) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging.rename(out)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # another import is still using it
+
+
+def _problems(path: Path, request: ImportRequest) -> str:
+    """What stops the folder from being a problem: '' when it validates and, checked, its
+    reference runs and its baseline is accepted on every CPU test point."""
+    from judge.problem.schema import ProblemError, load_problem
+
+    try:
+        problem = load_problem(path)
+    except ProblemError as exc:
+        return "does not validate: " + "; ".join(str(i) for i in exc.issues)
+    if not request.check:
+        return ""
+    if not problem.tests_for("cpu"):
+        return ""  # GPU points only (said in the folder): the device self-test judges it
+    return _baseline_failure(problem, request.sandbox)
+
+
+def _baseline_failure(problem, sandbox_name: str | None) -> str:
+    from judge.host.device import detect
+    from judge.host.sandbox import sandbox_for
+    from judge.judging.reference import ProblemRuntimeError, Reference
+    from judge.judging.selftest import run_self_tests
+
+    device = detect("cpu")
+    for test in problem.tests_for("cpu"):
+        try:
+            Reference(problem, "cpu").case(test, seed=1)
+        except ProblemRuntimeError as exc:
+            return f"the reference fails on the CPU test point {test.name}: {exc}"
+    outcomes = run_self_tests(problem, device, sandbox_for(device, sandbox_name), timing=False)
+    failed = [o for o in outcomes if o.status == "FAIL"]
+    if failed:
+        return "; ".join(f"{o.path} expected {o.expected.value}, got "
+                         f"{o.got.value if o.got else '-'}: {o.detail}" for o in failed)
+    if not any(o.status == "ok" and o.got is not None for o in outcomes):
+        return "no self-test ran on the CPU"
+    return ""
+
+
+def import_many(request: ImportRequest, source: Path, jobs: int | None = None,
+                timeout_s: float = IMPORT_TIMEOUT_S) -> Iterator[ImportOutcome]:
+    """Every problem `source` holds, `jobs` at a time, each in its own process: outcomes in the
+    order they finish."""
+    from judge.problem.importers import discover, folder_names
+
+    sources = discover(request.fmt, source)
+    names = folder_names(sources)
+    jobs = jobs or max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(_in_child, request, s, names.get(s), timeout_s) for s in sources]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _in_child(request: ImportRequest, source: Path, name: str | None,
+              timeout_s: float) -> ImportOutcome:
+    out = request.root / name if name else None
+    args = {**asdict(request), "root": str(request.root), "out": str(out) if out else None}
+    start = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-m", __name__, json.dumps(args), str(source)],
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:  # its staging folder is removed by the next import
+        return ImportOutcome(str(source), "refused", detail=f"took over {timeout_s:.0f} s",
+                             seconds=timeout_s)
+    last = done.stdout.strip().splitlines()[-1:] or [""]
+    try:
+        return ImportOutcome(**json.loads(last[0]))
+    except (ValueError, TypeError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return ImportOutcome(str(source), "refused", detail=f"the import crashed (exit "
+                             f"{done.returncode}): {tail}",
+                             seconds=round(time.monotonic() - start, 1))
+
+
+def summary(outcomes: list[ImportOutcome]) -> str:
+    counts = Counter(o.status for o in outcomes)
+    return ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) or "nothing found"
+
+
+def _main(argv: list[str]) -> None:
+    raw, source = json.loads(argv[0]), Path(argv[1])
+    raw["root"] = Path(raw["root"])
+    raw["out"] = Path(raw["out"]) if raw["out"] else None
+    outcome = import_one(ImportRequest(**raw), source)
+    print(json.dumps(asdict(outcome)))
+
+
+def report(outcomes: Iterator[ImportOutcome], echo: Callable[[str], None]) -> list[ImportOutcome]:
+    done = []
+    for outcome in outcomes:
+        echo(outcome.line())
+        done.append(outcome)
+    return done
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
