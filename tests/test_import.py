@@ -256,3 +256,13 @@ def test_an_import_that_fails_while_writing_leaves_no_folder(tmp_path, monkeypat
         import_problem("flashinfer", FORMATS_DIR / "flashinfer/definitions/gemm_n256_k128.json",
                        None, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt,source", [EXAMPLES[4], EXAMPLES[8]], ids=["gpumode", "kernelbench"])
+def test_inputs_drawn_on_several_threads_at_once_are_the_seeds_own(tmp_path, fmt, source):
+    """The formats draw from the process's global RNG, and the judge draws a timed round's sets
+    on every CPU at once: unguarded, a set came out of another's seed (an imported MSELoss's
+    own baseline was SE, 'wrong on timed round 2')."""
+    problem, _ = imported(tmp_path, fmt, source)
+    test = problem.tests_for("cpu")[0]
+    assert not Reference(problem, "cpu").draws_differ_in_parallel(test, range(16))

@@ -9,6 +9,7 @@ global stays there), several at a time, one outcome line each as it finishes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -100,10 +101,8 @@ def _move(staging: Path, out: Path) -> None:
 
 
 def _remove_if_empty(folder: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # another import is still using it
         folder.rmdir()
-    except OSError:
-        pass  # another import is still using it
 
 
 def _problems(path: Path, request: ImportRequest) -> str:
@@ -131,7 +130,12 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
     device = detect("cpu")
     for test in problem.tests_for("cpu"):
         try:
-            Reference(problem, "cpu").case(test, seed=1)
+            reference = Reference(problem, "cpu")
+            reference.case(test, seed=1)
+            if reference.draws_differ_in_parallel(test):
+                return (f"{problem.spec.reference}: make_inputs draws other inputs on several "
+                        "threads at once (the process's global RNG?): draw from the generator "
+                        "it is given")
         except ProblemRuntimeError as exc:
             return f"the reference fails on the CPU test point {test.name}: {exc}"
     outcomes = run_self_tests(problem, device, sandbox_for(device, sandbox_name), timing=False)

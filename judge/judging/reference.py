@@ -104,6 +104,18 @@ class Reference:
         inputs.update(scalars)
         return inputs
 
+    def draws_differ_in_parallel(self, test: TestPoint, seeds: range = range(8)) -> bool:
+        """Whether make_inputs draws other inputs for the same seeds on several threads at once
+        than one at a time, as a problem drawing from the process's global RNG does: the judge
+        draws a timed round's sets on every CPU at once."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        alone = [self.inputs(test, seed) for seed in seeds]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda seed: self.inputs(test, seed), seeds))
+        return any(not torch.equal(a[name], b[name]) for a, b in zip(alone, together)
+                   for name in a if isinstance(a[name], torch.Tensor))
+
     def _layout(self, test: TestPoint):
         """`test`'s scalars, and each input tensor's (name, dtype, shape)."""
         key = f"{test.name} {sorted(test.params.items())!r}"

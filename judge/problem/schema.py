@@ -372,7 +372,8 @@ def _test_point_issues(spec: ProblemSpec, test: TestPoint) -> list[ProblemIssue]
         if arg.scale and (bad := _scale_shape_issue(spec, arg, env, test.name)):
             issues.append(bad)
     for arg in spec.signature:
-        exprs_ = arg.shape or [arg.value if arg.value is not None else arg.name]
+        exprs_ = arg.shape if arg.shape is not None else [
+            arg.value if arg.value is not None else arg.name]
         for e in exprs_:
             try:
                 exprs.evaluate(e, env)

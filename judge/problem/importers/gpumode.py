@@ -326,6 +326,8 @@ _IN_PLACE = {in_place!r}  # outputs that are elements of the tuple
 _SIZES = {sizes!r}
 _TUPLE = {is_tuple!r}  # whether generate_input returns a tuple (else one tensor)
 _SEEDED = {seeded!r}  # whether generate_input takes `seed`
+# the global RNG is the process's: the judge draws a round's sets on several threads at once
+_GLOBAL_RNG = __import__("threading").Lock()
 '''
 
 REFERENCE = '''
@@ -337,7 +339,7 @@ def make_inputs(params, generator, device):
     DEVICE = device.type
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=device))
     devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with _GLOBAL_RNG, torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         data = generate_input(**params, **({"seed": seed} if _SEEDED else {}))
     data = tuple(data) if _TUPLE else (data,)

@@ -211,6 +211,8 @@ _FORWARD = {forward!r}  # forward's arguments, in order
 _PARAMETERS = {parameters!r}  # explicit input -> the module's parameter or buffer
 _OUTPUTS = {outputs!r}
 _MODELS = {{}}
+# the global RNG is the process's: the judge draws a round's sets on several threads at once
+_GLOBAL_RNG = __import__("threading").Lock()
 
 
 def _model(values, device):
@@ -236,7 +238,7 @@ def make_inputs(params, generator, device):
     and seeded from the judge's generator."""
     seed = int(_torch.randint(0, 2**31 - 1, (1,), generator=generator, device=device))
     devices = [device.index or 0] if device.type == "cuda" else []
-    with _torch.random.fork_rng(devices=devices):
+    with _GLOBAL_RNG, _torch.random.fork_rng(devices=devices):
         _torch.manual_seed(seed)
         globals().update({c: params[c] for c in _CONSTANTS})
         model = Model(*get_init_inputs())
