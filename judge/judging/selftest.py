@@ -37,7 +37,8 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
     pool = SlotPool(sandbox)
     try:
         pool.prepare(startup_env(sandbox, device))
-        return _run_self_tests(problem, device, sandbox, timing, pool)
+        outcomes = _run_self_tests(problem, device, sandbox, timing, pool)
+        return outcomes + strength_outcomes(problem, device, sandbox, pool)
     finally:
         pool.close()
 
@@ -83,6 +84,67 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
         outcomes.append(SelfTestOutcome(rel, expected, result.verdict, status, detail,
                                         result.wall_s))
     return outcomes
+
+
+GUESS = """
+import torch
+
+FILL = {fill!r}  # an output's position in the call -> the value every element of it gets
+
+
+def run_kernel(*args):
+    for position, value in FILL.items():
+        args[position].view(torch.uint8).zero_() if value == 0 else args[position].fill_(value)
+"""
+FILLABLE = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8",
+            "uint8")
+
+
+def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
+                      pool: SlotPool | None = None) -> list[SelfTestOutcome]:
+    """An answer of zeros and one of a constant (each output's median on the first sample
+    point) must both be refused: a problem either passes (a near-zero reference under an
+    absolute tolerance, an output that barely varies) cannot tell a kernel from a guess. Judged
+    on the CPU device only (the guesses are the same everywhere)."""
+    if device.kind != "cpu" or not problem.tests_for("cpu"):
+        return []
+    positions = {a.name: i for i, a in enumerate(problem.spec.signature)}
+    guesses = {"all zeros": {positions[a.name]: 0 for a in problem.outputs}}
+    medians = _medians(problem)
+    if medians:
+        guesses["a constant"] = {positions[n]: v for n, v in medians.items()}
+    outcomes = []
+    for what, fill in guesses.items():
+        result = judge_source(problem, GUESS.format(fill=fill), language="torch", device=device,
+                              sandbox=sandbox, options=JudgeOptions(timing=False, pool=pool))
+        refused = result.verdict not in (Verdict.AC, Verdict.SE)
+        detail = "" if refused else (
+            f"accepted: the checker cannot tell {what} from the reference; raise what the "
+            "inputs make of the outputs or tighten the tolerance (an absolute tolerance "
+            "over a reference near zero passes zeros)" if result.verdict is Verdict.AC
+            else result.message)
+        outcomes.append(SelfTestOutcome(Path(f"<{what}>"), Verdict.WA, result.verdict,
+                                        "ok" if refused else "FAIL", detail, result.wall_s))
+    return outcomes
+
+
+def _medians(problem: Problem) -> dict[str, float]:
+    """Each output's median on the first sample point, where every output can be filled."""
+    from judge.judging.reference import ProblemRuntimeError, Reference
+
+    if any(a.dtype not in FILLABLE for a in problem.outputs):
+        return {}
+    test = next((t for t in problem.tests_for("cpu") if t.sample), problem.tests_for("cpu")[0])
+    try:
+        expected = Reference(problem, "cpu").case(test, seed=1).expected
+    except ProblemRuntimeError:
+        return {}  # the self-tests say so
+    medians = {}
+    for name, tensor in expected.items():
+        value = tensor.double().nanmedian().item() if tensor.numel() else 0.0
+        medians[name] = (int(value) if tensor.dtype.is_floating_point is False
+                         else float(value)) if value == value else 0.0
+    return medians if any(medians.values()) else {}  # zeros are the other guess
 
 
 def template_outcomes(problem: Problem) -> list[SelfTestOutcome]:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import ast
 import inspect
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge.problem.importers.draft import (
+    CPU_POINT_BYTES,
     Draft,
     ImportFailure,
     slug_of,
@@ -42,18 +44,22 @@ def convert(source: Path) -> Draft:
     constants = _constants(text, source.name)
     module = _load(text, source)
     forward_args = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
-    original = {k: getattr(module, k) for k in constants}
-    probe = _probe(module, original, forward_args, source.name)
-    reduced = _reduce(module, original, probe, forward_args, source.name)
-    points = [("full", original, probe, ["cuda"])]
-    if reduced is not None:
-        points.insert(0, ("cpu", reduced[0], reduced[1], ["cpu"]))
-    signature, tests = _signature_and_tests(points, constants, forward_args, probe)
+    original = dict(constants.values)
+    probe = _probe(module, constants, original, forward_args, source.name)
+    reduced = _reduce(module, constants, probe, forward_args, source.name)
+    if reduced is not None and reduced[0] == original:  # the file's own sizes fit a CPU
+        points = [("full", original, probe, ["cpu", "cuda"])]
+    else:
+        points = [("full", original, probe, ["cuda"])]
+        if reduced is not None:
+            points.insert(0, ("cpu", reduced[0], reduced[1], ["cpu"]))
+    shown = _distinct_probe(module, constants, points[0][1], forward_args, source.name)
+    signature, tests = _signature_and_tests(points, list(original), forward_args, probe, shown)
     dtype = next((a["dtype"] for a in signature if a["role"] == "output"), "float32")
     tol = TOLERANCE.get(dtype, 1e-4)
-    todos = [] if reduced else ["no CPU-sized version found (halving the input sizes broke "
-                                "the model or stayed too large): add a test point with "
-                                "devices: [cpu]"]
+    todos = [] if reduced else [
+        f"no CPU-sized version found (halving the sizes broke the model or its tensors stayed "
+        f"over {CPU_POINT_BYTES >> 20} MB): add a test point with devices: [cpu]"]
     return Draft(
         slug=slug_of(source.stem), title=source.stem, source_format=FORMAT,
         signature=signature, tests=tests,
@@ -68,7 +74,7 @@ def convert(source: Path) -> Draft:
         baseline=_code(text, "baseline", source.stem, probe, forward_args, constants)
         + _baseline(signature),
         description=(inspect.getdoc(module.Model) or ""),
-        notes=[f"The module's constants ({', '.join(constants)}) are parameters and scalar "
+        notes=[f"The module's constants ({', '.join(original)}) are parameters and scalar "
                "arguments; the GPU point keeps the file's values.",
                "ModelNew's parameters and buffers are explicit inputs here: "
                + (", ".join(f"`{n}` ({p})" for n, p in probe["parameters"].items()) or "none")
@@ -78,19 +84,50 @@ def convert(source: Path) -> Draft:
         todos=todos, sources={source.name: source})
 
 
-def _constants(text: str, file: str) -> list[str]:
-    """Names assigned a number at the module's top level (batch_size = 16, dim = 4096 * 2)."""
-    names = []
+@dataclass
+class FileConstants:
+    """The file's top-level numbers, which become test point parameters (a tuple of int
+    literals, `input_shape = (32768,)`, is numbers of its own: input_shape_0), and the top-level
+    assignments that derive from them (`bias_shape = (out_channels, 1, 1)`), run again whenever
+    a test point sets the numbers, as importing the file did."""
+
+    values: dict[str, int | float]
+    derived: str  # Python source
+
+    def apply(self, namespace: dict, values: dict) -> None:
+        namespace.update({k: values[k] for k in self.values})
+        exec(compile(self.derived, "<derived constants>", "exec"), namespace)  # noqa: S102
+
+
+def _constants(text: str, file: str) -> FileConstants:
+    values: dict[str, int | float] = {}
+    derived: list[str] = []
     for node in ast.parse(text).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                node.targets[0], ast.Name):
-            try:
-                value = eval(compile(ast.Expression(node.value), file, "eval"), {})  # noqa: S307
-            except Exception:  # noqa: BLE001 - not a plain number
-                continue
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                names.append(node.targets[0].id)
-    return names
+        if not isinstance(node, ast.Assign) or not all(isinstance(t, ast.Name)
+                                                       for t in node.targets):
+            continue
+        names = [t.id for t in node.targets]
+        number = _number(node.value, file)
+        if number is not None:
+            values.update(dict.fromkeys(names, number))
+        elif isinstance(node.value, ast.Tuple) and node.value.elts and all(
+                isinstance(e, ast.Constant) and type(e.value) is int for e in node.value.elts):
+            parts = [f"{names[0]}_{i}" for i in range(len(node.value.elts))]
+            values.update(zip(parts, (e.value for e in node.value.elts)))
+            derived.append(f"{' = '.join(names)} = ({', '.join(parts)},)")
+        elif {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} & (
+                set(values) | {d.split(" = ")[0] for d in derived}):
+            derived.append(" = ".join(names) + " = " + ast.get_source_segment(text, node.value))
+    return FileConstants(values, "\n".join(derived))
+
+
+def _number(node: ast.expr, file: str) -> int | float | None:
+    """A plain number (`16`, `4096 * 2`), else None."""
+    try:
+        value = eval(compile(ast.Expression(node), file, "eval"), {})  # noqa: S307
+    except Exception:  # noqa: BLE001 - not a plain number
+        return None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _load(text: str, source: Path) -> types.ModuleType:
@@ -107,19 +144,24 @@ def _load(text: str, source: Path) -> types.ModuleType:
     return module
 
 
-def _probe(module, constants: dict, forward_args: list[str], file: str) -> dict:
+def _probe(module, constants: FileConstants, values: dict, forward_args: list[str],
+           file: str) -> dict:
     """The inputs', parameters' and outputs' dtypes and shapes with these constants, on the
     meta device (nothing is computed)."""
     import torch
 
-    vars(module).update(constants)
+    try:
+        constants.apply(vars(module), values)
+    except Exception as exc:
+        raise ImportFailure(file, "", f"its constants do not evaluate with {values}: "
+                            f"{exc!r}") from None
     try:
         with torch.device("meta"):
             model = module.Model(*module.get_init_inputs())
             inputs = list(module.get_inputs())
             result = model(*inputs)
     except Exception as exc:
-        raise ImportFailure(file, "Model", f"does not run on the meta device with {constants}: "
+        raise ImportFailure(file, "Model", f"does not run on the meta device with {values}: "
                             f"{exc!r}") from None
     if len(inputs) != len(forward_args):
         raise ImportFailure(file, "get_inputs", f"{len(inputs)} values for forward's "
@@ -131,8 +173,10 @@ def _probe(module, constants: dict, forward_args: list[str], file: str) -> dict:
     results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     tensors = {n: t for n, t in zip(forward_args, inputs)}
     parameters = {}
+    taken = {*forward_args, *values, "output"}
     for path, tensor in [*model.named_parameters(), *model.named_buffers()]:
         name = path.replace(".", "_")
+        name = f"{name}_param" if name in taken else name  # a constant of the same name
         tensors[name] = tensor
         parameters[name] = path
     outputs = ["output"] if len(results) == 1 else [f"output{i}" for i in range(len(results))]
@@ -142,34 +186,79 @@ def _probe(module, constants: dict, forward_args: list[str], file: str) -> dict:
             "bytes": sum(t.numel() * t.element_size() for t in tensors.values())}
 
 
-def _reduce(module, constants: dict, probe: dict, forward_args: list[str], file: str):
-    """Constants for a CPU point: the largest size in the inputs' shapes halved, again and
-    again, while the model still runs and until its tensors fit CPU_BYTES."""
-    current, result = dict(constants), probe
-    in_shapes = {d for n in forward_args for d in result["tensors"][n].shape}
+def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[str],
+            file: str):
+    """Constants for a CPU point: sizes halved while the model still runs on the meta device,
+    until its tensors fit CPU_BYTES: the batch first (to 2), then the largest size found in a
+    tensor's shape (to 8, so that channels and spatial sizes keep their structure), alone or
+    with the sizes equal to it (a broadcast that needs them equal). None when the smallest
+    found is still over CPU_POINT_BYTES."""
+    current, result = dict(constants.values), probe
+    batch = _batch(current, probe, forward_args)
     frozen: set[str] = set()
-    for _ in range(64):
-        if result["bytes"] <= CPU_BYTES:
-            return current, result
-        candidates = [k for k, v in current.items() if isinstance(v, int) and v >= 2
-                      and v in in_shapes and k not in frozen]
+    while result["bytes"] > CPU_BYTES:
+        sizes = {d for t in result["tensors"].values() for d in t.shape}
+        candidates = [k for k, v in current.items() if type(v) is int and k not in frozen
+                      and v in sizes and v >= (4 if k == batch else 16)]
         if not candidates:
-            return None
-        largest = max(candidates, key=current.get)
-        trial = dict(current, **{largest: current[largest] // 2})
-        try:
-            result = _probe(module, trial, forward_args, file)
-            current = trial
-            in_shapes = {d for n in forward_args for d in result["tensors"][n].shape}
-        except ImportFailure:
-            frozen.add(largest)
-    return None
+            break
+        knob = batch if batch in candidates else max(candidates, key=current.get)
+        tied = [k for k in candidates if current[k] == current[knob]]
+        for group in ([knob], tied) if len(tied) > 1 else ([knob],):
+            trial = dict(current, **{k: current[k] // 2 for k in group})
+            try:
+                result, current = _probe(module, constants, trial, forward_args, file), trial
+                break
+            except ImportFailure:
+                continue
+        else:
+            frozen.add(knob)
+    return (current, result) if result["bytes"] <= CPU_POINT_BYTES else None
 
 
-def _signature_and_tests(points, constants: list[str], forward_args, probe):
+def _batch(values: dict, probe: dict, forward_args: list[str]) -> str | None:
+    """The constant that sizes the first input's first dimension (batch_size), if one does."""
+    first = probe["tensors"][forward_args[0]] if forward_args else None
+    if first is None or first.dim() == 0:
+        return None
+    return next((k for k, v in values.items() if type(v) is int and v == first.shape[0]), None)
+
+
+def _distinct_probe(module, constants: FileConstants, values: dict, forward_args: list[str],
+                    file: str) -> tuple[dict, dict] | None:
+    """(sizes, tensors) with every size made different from the others (batch_size and
+    input_shape_0 are both 32768 in the file, 1024 at the CPU point, and a broadcast may need
+    them equal): the model's tensors where it runs so, else get_inputs' alone. Which size makes
+    which dimension is then not a guess."""
+    import torch
+
+    distinct, seen = {}, set()
+    for name, value in values.items():
+        if type(value) is int and value >= 2:
+            while value in seen:
+                value += 1
+            seen.add(value)
+        distinct[name] = value
+    try:
+        return distinct, _probe(module, constants, distinct, forward_args, file)["tensors"]
+    except ImportFailure:
+        pass
+    try:
+        constants.apply(vars(module), distinct)
+        with torch.device("meta"):
+            return distinct, dict(zip(forward_args, module.get_inputs()))
+    except Exception:  # noqa: BLE001 - the format's code: the points alone decide
+        return None
+
+
+def _signature_and_tests(points, constants: list[str], forward_args, probe,
+                         shown: tuple[dict, dict] | None):
+    """The signature, each dimension fitted over the test points and the distinct probe: a
+    constant that gives it everywhere, else a literal size, else a parameter of each point."""
     tests = [{"name": name, "params": dict(values), "devices": devices,
               **({"sample": True} if name == "cpu" else {})}
              for name, values, _, devices in points]
+    evidence = [(p[1], p[2]["tensors"]) for p in points] + ([shown] if shown else [])
     signature = []
     roles = ([(n, "input") for n in forward_args] + [(n, "input") for n in probe["parameters"]]
              + [(n, "output") for n in probe["outputs"]])
@@ -177,11 +266,12 @@ def _signature_and_tests(points, constants: list[str], forward_args, probe):
         dims = []
         tensor = probe["tensors"][name]
         for i in range(tensor.dim()):
-            values = [p[2]["tensors"][name].shape[i] for p in points]
+            seen = [(sizes, found[name].shape[i]) for sizes, found in evidence if name in found]
             fitted = next((c for c in constants if isinstance(points[0][1][c], int)
-                           and [p[1][c] for p in points] == values), None)
-            if fitted is None and len(set(values)) == 1:
-                fitted = values[0]
+                           and all(sizes[c] == size for sizes, size in seen)), None)
+            if fitted is None and len({size for _, size in seen}) == 1:
+                fitted = seen[0][1]
+            values = [p[2]["tensors"][name].shape[i] for p in points]
             if fitted is None:  # a size of its own per point (a convolution's output width)
                 fitted = f"{name}_dim{i}"
                 for test, value in zip(tests, values):
@@ -207,6 +297,7 @@ GENERATED = '''
 import torch as _torch  # noqa: E402
 
 _CONSTANTS = {constants!r}  # module constants the test points set
+_DERIVED = compile({derived!r}, "<derived constants>", "exec")  # what the file derives from them
 _FORWARD = {forward!r}  # forward's arguments, in order
 _PARAMETERS = {parameters!r}  # explicit input -> the module's parameter or buffer
 _OUTPUTS = {outputs!r}
@@ -219,9 +310,15 @@ def _model(values, device):
     """Model with the test point's constants (get_init_inputs reads them), on `device`."""
     key = (tuple(values[c] for c in _CONSTANTS), str(device))
     if key not in _MODELS:
-        globals().update({{c: values[c] for c in _CONSTANTS}})
+        _configure(values)
         _MODELS[key] = Model(*get_init_inputs()).to(device)
     return _MODELS[key]
+
+
+def _configure(values):
+    """The file's constants as the test point sets them, and what the file derives from them."""
+    globals().update({{c: values[c] for c in _CONSTANTS}})
+    exec(_DERIVED, globals())
 
 
 def _forward(values, device):
@@ -240,7 +337,7 @@ def make_inputs(params, generator, device):
     devices = [device.index or 0] if device.type == "cuda" else []
     with _GLOBAL_RNG, _torch.random.fork_rng(devices=devices):
         _torch.manual_seed(seed)
-        globals().update({c: params[c] for c in _CONSTANTS})
+        _configure(params)
         model = Model(*get_init_inputs())
         inputs = dict(zip(_FORWARD, get_inputs()))
     state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
@@ -255,9 +352,10 @@ def reference(**args):
 
 
 def _code(text: str, what: str, name: str, probe: dict, forward: list[str],
-          constants: list[str]) -> str:
+          constants: FileConstants) -> str:
     return HEADER.format(what=what, name=name) + text.rstrip() + "\n" + GENERATED.format(
-        constants=constants, forward=forward, parameters=probe["parameters"],
+        constants=list(constants.values), derived=constants.derived, forward=forward,
+        parameters=probe["parameters"],
         outputs=probe["outputs"])
 
 

@@ -1,0 +1,108 @@
+"""Every public kernel problem imported as an organizer would: `kjudge problem import` of a whole
+corpus, each problem kept only when it validates and its own baseline is AC on the CPU device
+while an answer of zeros and a constant answer are refused (judging/importing.py's check).
+
+    git clone https://github.com/ScalingIntelligence/KernelBench /tmp/KernelBench
+    git clone https://github.com/gpu-mode/reference-kernels /tmp/reference-kernels
+    python bench/corpora.py --kernelbench /tmp/KernelBench --gpumode /tmp/reference-kernels \
+        [--levels 1,2,3] [--jobs 2] [--sandbox bwrap] [--write]
+
+The corpora stay outside the repository. In scope: single-GPU problems whose dtypes the judge
+has (a task.yml with multi_gpu, or a dtype refused as having no counterpart, is out of scope);
+every refusal is listed with its reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.benchmarks_md import report_section  # noqa: E402
+from judge.judging.importing import ImportOutcome, ImportRequest, import_many  # noqa: E402
+
+OUT_OF_SCOPE = ("multi_gpu", "has no counterpart here")  # what a refusal says when it is
+
+
+def sections(args) -> list[tuple[str, str, Path]]:
+    found = []
+    if args.kernelbench:
+        for level in args.levels.split(","):
+            found.append((f"KernelBench level {level}", "kernelbench",
+                          Path(args.kernelbench) / "KernelBench" / f"level{level}"))
+    if args.gpumode:
+        found.append(("GPU MODE reference-kernels", "gpumode", Path(args.gpumode) / "problems"))
+    return found
+
+
+def commit(path: Path) -> str:
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() or "(not a git checkout)"
+
+
+def run_section(fmt: str, folder: Path, args) -> list[ImportOutcome]:
+    with tempfile.TemporaryDirectory(prefix="kjudge-corpus-") as out:
+        request = ImportRequest(fmt, Path(out), sandbox=args.sandbox)
+        outcomes = []
+        for outcome in import_many(request, folder, jobs=args.jobs):
+            print(outcome.line()[:300], flush=True)
+            outcomes.append(outcome)
+    return outcomes
+
+
+def in_scope(outcome: ImportOutcome) -> bool:
+    return not (outcome.status == "refused" and any(w in outcome.detail for w in OUT_OF_SCOPE))
+
+
+def table(results: list[tuple[str, list[ImportOutcome]]]) -> str:
+    lines = ["| corpus | problems | in scope | imported, baseline AC, guesses refused | rate | "
+             "median s a problem |", "|---|---:|---:|---:|---:|---:|"]
+    for name, outcomes in results:
+        scoped = [o for o in outcomes if in_scope(o)]
+        ok = sum(o.status == "imported" for o in scoped)
+        seconds = sorted(o.seconds for o in outcomes) or [0.0]
+        rate = f"{100 * ok / len(scoped):.0f} %" if scoped else "-"
+        lines.append(f"| {name} | {len(outcomes)} | {len(scoped)} | {ok} | {rate} | "
+                     f"{seconds[len(seconds) // 2]:.1f} |")
+    return "\n".join(lines)
+
+
+def refusals(results: list[tuple[str, list[ImportOutcome]]]) -> str:
+    lines = []
+    for name, outcomes in results:
+        for o in sorted(outcomes, key=lambda o: o.source):
+            if o.status != "imported":
+                scope = "" if in_scope(o) else " (out of scope)"
+                lines.append(f"- {name}: `{Path(o.source).name}`{scope}: {o.detail[:400]}")
+    return "\n".join(lines) or "- none"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernelbench", help="a checkout of ScalingIntelligence/KernelBench")
+    parser.add_argument("--gpumode", help="a checkout of gpu-mode/reference-kernels")
+    parser.add_argument("--levels", default="1,2,3")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    args = parser.parse_args()
+    start = time.monotonic()
+    results = [(name, run_section(fmt, folder, args)) for name, fmt, folder in sections(args)]
+    commits = ", ".join(f"{Path(p).name} {commit(Path(p))}"
+                        for p in (args.kernelbench, args.gpumode) if p)
+    block = (f"`python bench/corpora.py --kernelbench KernelBench --gpumode reference-kernels "
+             f"--levels {args.levels} --jobs {args.jobs} --sandbox {args.sandbox}` ({commits}; "
+             f"{time.monotonic() - start:.0f} s on this machine)\n\n" + table(results)
+             + "\n\nNot imported, and why:\n\n" + refusals(results))
+    report_section("corpora", "Public corpora imported", block, write=args.write)
+
+
+if __name__ == "__main__":
+    main()
