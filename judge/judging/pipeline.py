@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 import judge
-from checkers import CheckReport, get_checker, merge
+from checkers import CheckReport, check_outputs, checks_whole_calls, get_checker
 from judge.harness import protocol
 from judge.host.device import DeviceInfo
 from judge.host.telemetry import (
@@ -406,7 +406,8 @@ class JudgingRun:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.save({k: (v.cpu() if isinstance(v, torch.Tensor) else v)
                         for k, v in case.inputs.items()}, path)
-            case.inputs.clear()  # the file holds them now: free the judge's copy on the device
+            if not checks_whole_calls(self.checker):  # else the checker reads them
+                case.inputs.clear()  # the file holds them now: free the judge's copy
             cases.append(case)
         if self.device.kind != "cpu":
             torch.cuda.empty_cache()
@@ -630,17 +631,16 @@ class JudgingRun:
             raise RunFailure(Verdict.WA, f"the outputs were not written back as expected "
                                          f"({exc})") from None
         tol = self.spec.tolerance
-        got = dequant.comparable(outputs, self.spec.signature)
+        return check_outputs(self.checker, outputs, case.expected, case.inputs, rtol=tol.rtol,
+                             atol=tol.atol, matched_ratio=tol.matched_ratio,
+                             comparable=self._comparable)
+
+    def _comparable(self, got: dict, expected: dict) -> tuple[dict, dict]:
         try:
-            expected = dequant.comparable(case.expected, self.spec.signature)
+            return (dequant.comparable(got, self.spec.signature),
+                    dequant.comparable(expected, self.spec.signature))
         except ValueError as exc:  # the reference's scales do not fit its own outputs
             raise ProblemRuntimeError(f"the reference's scaled outputs: {exc}") from exc
-        reports = {
-            name: self.checker(got.get(name), value, rtol=tol.rtol, atol=tol.atol,
-                               matched_ratio=tol.matched_ratio)
-            for name, value in expected.items()
-        }
-        return merge(reports, tol.matched_ratio)
 
     # -- timing ----------------------------------------------------------------------------
     def _take_opinion(self) -> None:

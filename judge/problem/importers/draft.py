@@ -51,6 +51,7 @@ class Draft:
     notes: list[str] = field(default_factory=list)  # said in the statement and by the CLI
     todos: list[str] = field(default_factory=list)  # KJUDGE-TODO lines for problem.yaml
     sources: dict[str, Path] = field(default_factory=dict)  # kept under source/
+    files: dict[str, str] = field(default_factory=dict)  # more of the folder's files (a checker)
     limits: dict = field(default_factory=lambda: {"compile_s": 180, "run_s": 10})
 
 
@@ -95,6 +96,8 @@ def _write(draft: Draft, out: Path) -> None:
     (out / "reference.py").write_text(draft.reference)
     (out / "baseline.py").write_text(draft.baseline)
     (out / "statement.md").write_text(statement(draft))
+    for name, text in draft.files.items():
+        (out / name).write_text(text)
     templates = out / "templates"
     templates.mkdir()
     for name in LANGUAGES:
@@ -207,3 +210,97 @@ def point_name(params: dict, taken: set[str]) -> str:
         name, n = f"{base}_{n}", n + 1
     taken.add(name)
     return name
+
+
+DIVISORS = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def fit_size(values: list[int], cases: list[dict], params: list[str]) -> int | str | None:
+    """The smallest expression over the integer `params` that gives `values` in every case (a
+    size seen once per case): a parameter, one scaled or divided by a power of two (rounded
+    down or up), one divided by or multiplied with another, an affine combination of one or
+    two (`size - kernelsize + 1`), else the constant all cases share. An expression with as
+    many unknowns as cases is not trusted: one more case must confirm it. None when nothing
+    fits."""
+    if len(set(values)) == 1 and not any(all(c[p] == values[0] for c in cases) for p in params):
+        return values[0]
+    columns = {p: [c[p] for c in cases] for p in params}
+    for text, got in _candidates(columns):
+        if got == values:
+            return text
+    for text in (_affine(values, columns, 1), _affine(values, columns, 2)):
+        if text is not None:
+            return text
+    return values[0] if len(set(values)) == 1 else None
+
+
+def _candidates(columns: dict[str, list[int]]):
+    for p, xs in columns.items():
+        yield p, xs
+    for p, xs in columns.items():
+        for d in DIVISORS:
+            yield f"{p} // {d}", [x // d for x in xs]
+            yield f"({p} + {d - 1}) // {d}", [-(-x // d) for x in xs]
+            yield f"{p} * {d}", [x * d for x in xs]
+    for p, xs in columns.items():
+        for q, ys in columns.items():
+            if p != q and all(ys):
+                yield f"{p} // {q}", [x // y for x, y in zip(xs, ys)]
+                yield f"({p} + {q} - 1) // {q}", [-(-x // y) for x, y in zip(xs, ys)]
+            if p < q:
+                yield f"{p} * {q}", [x * y for x, y in zip(xs, ys)]
+
+
+def _affine(values: list[int], columns: dict[str, list[int]], terms: int) -> str | None:
+    """a·p (+ b·q) + c with integer coefficients, solved exactly and confirmed by a further
+    case."""
+    from fractions import Fraction
+    from itertools import combinations
+
+    if len(values) <= terms + 1:
+        return None
+    for names in combinations(columns, terms):
+        rows = [[Fraction(columns[n][i]) for n in names] + [Fraction(1)] for i in
+                range(len(values))]
+        solution = _solve(rows, [Fraction(v) for v in values])
+        if solution is None or any(x.denominator != 1 for x in solution):
+            continue
+        coeffs = [int(x) for x in solution]
+        if any(coeffs[:-1]) and all(sum(c * r for c, r in zip(coeffs, row)) == v
+                                    for row, v in zip(rows, values)):
+            return _affine_text(names, coeffs)
+    return None
+
+
+def _solve(rows: list[list], values: list) -> list | None:
+    """A solution of rows · x = values from the first independent rows (Gauss-Jordan), or
+    None."""
+    from itertools import combinations
+
+    width = len(rows[0])
+    for picked in combinations(range(len(rows)), width):
+        matrix = [list(rows[i]) + [values[i]] for i in picked]
+        for col in range(width):
+            pivot = next((r for r in range(col, width) if matrix[r][col] != 0), None)
+            if pivot is None:
+                break
+            matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
+            for r in range(width):
+                if r != col and matrix[r][col] != 0:
+                    factor = matrix[r][col] / matrix[col][col]
+                    matrix[r] = [a - factor * b for a, b in zip(matrix[r], matrix[col])]
+        else:
+            return [matrix[i][width] / matrix[i][i] for i in range(width)]
+    return None
+
+
+def _affine_text(names: tuple[str, ...], coeffs: list[int]) -> str:
+    parts = []
+    for name, c in zip(names, coeffs[:-1]):
+        if c:
+            term = name if abs(c) == 1 else f"{abs(c)} * {name}"
+            parts.append(("- " if c < 0 else "+ ") + term)
+    if coeffs[-1]:
+        parts.append(("- " if coeffs[-1] < 0 else "+ ") + str(abs(coeffs[-1])))
+    text = " ".join(parts)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]

@@ -29,16 +29,17 @@ from judge.problem.importers.draft import (
     CPU_POINT_BYTES,
     Draft,
     ImportFailure,
+    fit_size,
     point_name,
     slug_of,
     tensor_dtype,
 )
 
 FORMAT = "GPU MODE reference-kernels task"
+FORMAT_CHECKER = "format_check.py"  # the checker that runs the format's check_implementation
 FORMAT_IMPORTS = re.compile(r"^\s*from\s+(task|utils|reference)\s+import\s+[^\n]*$", re.M)
 CUDA_LITERAL = re.compile(r"""(?<![\w.])(["'])cuda(?::0)?\1""")
 DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}  # utils.verbose_allclose's defaults
-DIVISORS = (2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def discover(folder: Path) -> list[Path]:
@@ -84,7 +85,8 @@ def convert(source: Path) -> Draft:
                "A submission's `custom_kernel(data)` becomes run_kernel over the tuple's "
                f"tensors, then the sizes; it writes {', '.join(a['name'] for a in outputs)} in "
                "place. Inputs arrive contiguous (row-major), whatever views the format made."],
-        sources={name: path for name, path in files.items()} | {"task.yml": task_file})
+        sources={name: path for name, path in files.items()} | {"task.yml": task_file},
+        files={FORMAT_CHECKER: FORMAT_CHECK} if checker == FORMAT_CHECKER else {})
 
 
 def _refuse_what_does_not_map(task: dict) -> None:
@@ -210,23 +212,6 @@ def _tuple_names(reference: Path, count: int) -> list[str]:
     return [f"x{i}" for i in range(count)] if count > 1 else ["x"]
 
 
-def _fit(values: list[int], cases: list[dict], params: list[str]) -> int | str | None:
-    """An expression over the parameters that gives `values` in every case."""
-    if len(set(values)) == 1 and not any(all(c[p] == values[0] for c in cases) for p in params):
-        return values[0]
-    for p in params:
-        p_values = [c[p] for c in cases]
-        candidates = [(p, lambda x: x)]
-        for d in DIVISORS:
-            candidates += [(f"{p} // {d}", lambda x, d=d: x // d),
-                           (f"({p} + {d - 1}) // {d}", lambda x, d=d: -(-x // d)),
-                           (f"{p} * {d}", lambda x, d=d: x * d)]
-        for text, fn in candidates:
-            if [fn(x) for x in p_values] == values:
-                return text
-    return values[0] if len(set(values)) == 1 else None
-
-
 def _signature(probes, tests, names, params) -> list[dict]:
     data0, result0, in_place0 = probes[0]
     cases = [{k: v for k, v in t.items()} for t in tests]
@@ -239,7 +224,7 @@ def _signature(probes, tests, names, params) -> list[dict]:
         shape = []
         for dim in range(tensor.dim()):
             values = [pick(probe)[position].shape[dim] for probe in probes]
-            fitted = _fit(values, cases, params)
+            fitted = fit_size(values, cases, params)
             if fitted is None:
                 raise ImportFailure("reference.py", f"generate_input: {name}.shape[{dim}]",
                                     f"{values} over the tests fit no expression of "
@@ -312,9 +297,44 @@ def _tolerance(reference: Path):
                 return (dict(tolerance, rtol=0.0, atol=0.0), "exact",
                         "As the format's check_implementation (verbose_allequal): every element "
                         "equal (checker `exact`).", [])
-    todo = ("reference.py's check_implementation is the format's own: port it to a checker "
-            "file (checker: my_check.py) or confirm allclose with these tolerances")
-    return tolerance, "allclose", allclose_note, [todo]
+        if isinstance(node, ast.FunctionDef) and node.name == "check_implementation":
+            found = _allclose_only(node)
+            if found is not None:
+                tolerance.update(found)
+                return (tolerance, "allclose", allclose_note.replace(
+                    "`make_match_reference` checks", "check_implementation checks (allclose "
+                    "calls alone)") + f" rtol = {found['rtol']:g}, atol = {found['atol']:g}.", [])
+    return (tolerance, FORMAT_CHECKER,
+            "As the format's own check_implementation, run by the judge (its process, not the "
+            f"contestant's) on each checked call with the call's inputs (checker "
+            f"`{FORMAT_CHECKER}`): a call passes or fails whole.", [])
+
+
+ALLCLOSE_CALLS = {"verbose_allclose", "allclose"}
+HARMLESS_CALLS = {"ref_kernel", "float", "append", "join", "str", "len", "tuple", "list", "zip",
+                  "enumerate", "range", "format", "isinstance", "any", "all"}
+
+
+def _allclose_only(function: ast.FunctionDef) -> dict | None:
+    """{rtol, atol} when check_implementation only compares with ref_kernel's outputs by
+    allclose calls, all with the same literal tolerances (a loop over outputs, messages);
+    None when it checks anything else (a property, a shape, its own tolerance)."""
+    found = set()
+    for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
+            call.func, "id", "")
+        if name in ALLCLOSE_CALLS:
+            kw = {k.arg: k.value for k in call.keywords}
+            try:
+                found.add((float(ast.literal_eval(kw["rtol"])), float(ast.literal_eval(kw["atol"]))))
+            except (KeyError, ValueError):
+                return None
+        elif name not in HARMLESS_CALLS:
+            return None
+    if len(found) != 1:
+        return None
+    rtol, atol = found.pop()
+    return {"rtol": rtol, "atol": atol}
 
 
 GENERATED = '''
@@ -346,6 +366,23 @@ def make_inputs(params, generator, device):
     return {name: t.contiguous() for name, t in zip(_NAMES, data) if name not in _IN_PLACE}
 
 
+def format_check(inputs, outputs):
+    """The format's check_implementation over one call: the tuple generate_input made (fresh
+    in-place outputs, as the format's own copy for checking has) and what the run wrote, on the
+    inputs' device: (passed, message)."""
+    global DEVICE
+    device = next(v for v in inputs.values() if isinstance(v, torch.Tensor)).device
+    DEVICE = device.type
+    sizes = {k: inputs[k] for k in _SIZES}
+    data = tuple(inputs[n] if n not in _IN_PLACE else _allocate(n, sizes) for n in _NAMES)
+    output = tuple(outputs[n].to(device) for n in _OUTPUTS)
+    verdict = check_implementation(data if _TUPLE else data[0],
+                                   output if len(output) > 1 else output[0])
+    if isinstance(verdict, tuple):  # (good, message)
+        return bool(verdict[0]), str(verdict[1])
+    return not verdict, str(verdict)  # the older form: the reasons it failed, empty if none
+
+
 def _allocate(name, args):
     dtype, shape = _OUTPUTS[name]
     sizes = [d if isinstance(d, int) else eval(d, {"__builtins__": {}}, args) for d in shape]
@@ -372,6 +409,33 @@ def run_kernel({params}):
     for out, value in zip(({outputs},), result):
         if value is not out:
             out.copy_(value)
+'''
+
+
+FORMAT_CHECK = '''"""The GPU MODE task's own check_implementation as this problem's checker: each checked call
+whole, with its inputs (reference.py's format_check; written by `kjudge problem import --from
+gpumode`). Trusted: it runs in the judge's process, never in the contestant's."""
+
+import importlib.util
+from pathlib import Path
+
+from checkers import CheckReport
+
+_FILE = Path(__file__).with_name("reference.py")
+_SPEC = importlib.util.spec_from_file_location(f"kjudge_format_check_{_FILE.parent.name}", _FILE)
+_REFERENCE = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_REFERENCE)
+
+
+def check_call(outputs, expected, inputs, *, rtol, atol, matched_ratio):
+    total = sum(t.numel() for t in expected.values())
+    try:
+        passed, message = _REFERENCE.format_check(inputs, outputs)
+    except Exception as exc:  # noqa: BLE001 - the format's check raising on a malformed answer
+        passed, message = False, f"the format's check_implementation raised {exc!r}"
+    return CheckReport(passed, matched_ratio=1.0 if passed else 0.0, total=total,
+                       mismatches=0 if passed else total,
+                       message="" if passed else f"check_implementation: {message}")
 '''
 
 
