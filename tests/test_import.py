@@ -4,11 +4,13 @@ by name. The inputs are small example files in each format (tests/formats), no d
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
 from checkers import get_checker
+from judge.judging.importing import ImportRequest, import_one
 from judge.judging.pipeline import JudgeOptions, judge_source
 from judge.judging.reference import Reference
 from judge.problem.importers import FORMATS, import_problem
@@ -266,3 +268,148 @@ def test_inputs_drawn_on_several_threads_at_once_are_the_seeds_own(tmp_path, fmt
     problem, _ = imported(tmp_path, fmt, source)
     test = problem.tests_for("cpu")[0]
     assert not Reference(problem, "cpu").draws_differ_in_parallel(test, range(16))
+
+
+# Files the importers failed on when whole corpora were imported (bench/corpora.py), each a kind:
+# KernelBench's copied (tests/formats/kernelbench/SOURCE.md), GPU MODE's written in its format.
+REGRESSIONS = [
+    ("kernelbench", "kernelbench/94_MSELoss.py"),  # a 0-d output
+    ("kernelbench", "kernelbench/100_HingeLoss.py"),  # sizes that a broadcast needs equal
+    ("kernelbench", "kernelbench/23_Softmax.py"),  # outputs ~4e-6 under the format's atol 1e-4
+    ("kernelbench", "kernelbench/33_BatchNorm.py"),  # buffers updated in place, a 0-d one
+    ("kernelbench", "kernelbench/5_Matrix_scalar_multiplication.py"),  # forward(A, s: float)
+    ("kernelbench", "kernelbench/66_Matmul_Dropout_Softmax.py"),  # random in training mode
+    ("kernelbench", "kernelbench/4_Conv2d_Mish_Mish.py"),  # height = width = 256, no CPU point
+    ("kernelbench", "kernelbench/3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU.py"),  # sum_weight
+    ("kernelbench", "kernelbench/35_LSTM.py"),  # forward(x, h0=None, c0=None)
+    ("gpumode", "gpumode/conv2d_py"),  # an output size - kernelsize + 1 wide
+    ("gpumode", "gpumode/rownorm_py"),  # a check_implementation of its own
+]
+
+
+@pytest.mark.parametrize("fmt,source", REGRESSIONS, ids=[s.split("/")[-1] for _, s in REGRESSIONS])
+def test_what_failed_in_the_corpora_imports_checked(tmp_path, default_sandbox, fmt, source):
+    """Imported whole: the folder validates, its baseline is AC on the CPU and an answer of zeros
+    and a constant answer are refused (judging/importing.py's check)."""
+    outcome = import_one(ImportRequest(fmt, tmp_path, sandbox=default_sandbox.name),
+                         FORMATS_DIR / source)
+    assert outcome.status == "imported", outcome.detail
+    assert load_problem(Path(outcome.path)).tests_for("cpu")
+
+
+def _draft(source: str):
+    from judge.problem.importers import convert
+
+    fmt = "gpumode" if source.startswith("gpumode") else "kernelbench"
+    return convert(fmt, FORMATS_DIR / source)
+
+
+def _shapes(draft) -> dict:
+    return {a["name"]: a.get("shape") for a in draft.signature}
+
+
+def test_shapes_are_fitted_to_what_makes_them():
+    hinge = _shapes(_draft("kernelbench/100_HingeLoss.py"))
+    assert hinge["predictions"] == ["batch_size", "input_shape_0"] and hinge["output"] == []
+    conv = _shapes(_draft("gpumode/conv2d_py"))
+    assert conv["output"] == ["batch", "channels", "size - kernelsize + 1",
+                              "size - kernelsize + 1"]
+    assert _shapes(_draft("kernelbench/33_BatchNorm.py"))["bn_num_batches_tracked"] == []
+
+
+def test_a_kernelbench_cpu_point_keeps_the_models_structure_and_fits():
+    draft = _draft("kernelbench/4_Conv2d_Mish_Mish.py")
+    cpu = next(t for t in draft.tests if "cpu" in t["devices"])
+    full = next(t for t in draft.tests if "cuda" in t["devices"])
+    assert full["params"]["height"] == full["params"]["width"] == 256
+    assert cpu["params"]["kernel_size"] == 3 and cpu["params"]["batch_size"] < 64
+    assert cpu["params"]["in_channels"] >= 8 and cpu["params"]["height"] >= 8
+
+
+def test_what_kernelbench_leaves_implicit_is_made_explicit():
+    scalar = _draft("kernelbench/5_Matrix_scalar_multiplication.py")
+    assert {"name": "s", "role": "scalar", "dtype": "float32"} in scalar.signature
+    assert all(t["params"]["s"] == 3.14 for t in scalar.tests)
+    lstm = _draft("kernelbench/35_LSTM.py")
+    assert "h0" not in _shapes(lstm) and "x" in _shapes(lstm)
+    ranked = _shapes(_draft("kernelbench/3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU.py"))
+    assert "sum_weight" in ranked and "sum_weight_param" in ranked  # the constant, the weight
+    dropout = _draft("kernelbench/66_Matmul_Dropout_Softmax.py")
+    assert "_EVAL = True" in dropout.reference and "eval mode" in " ".join(dropout.notes)
+    softmax = _draft("kernelbench/23_Softmax.py")
+    assert softmax.tolerance["atol"] < 1e-6 < softmax.tolerance["rtol"]
+
+
+def test_a_format_check_of_its_own_is_the_checker_and_judges_whole_calls(tmp_path):
+    from checkers import check_outputs, get_checker
+
+    path, draft = import_problem("gpumode", FORMATS_DIR / "gpumode/rownorm_py", None, tmp_path)
+    assert draft.checker == "format_check.py"
+    problem = load_problem(path)
+    checker = get_checker(problem.spec.checker, problem.path)
+    case = Reference(problem, "cpu").case(problem.tests_for("cpu")[0], seed=3)
+    tol = dict(rtol=0.0, atol=0.0, matched_ratio=1.0)
+    assert check_outputs(checker, case.expected, case.expected, case.inputs, **tol).passed
+    flipped = {"output": -case.expected["output"]}  # unit rows, the wrong way: a property fails
+    report = check_outputs(checker, flipped, case.expected, case.inputs, **tol)
+    assert not report.passed and "point along" in report.message
+
+
+def test_an_import_that_does_not_validate_leaves_nothing_unless_a_draft(tmp_path):
+    source = FORMATS_DIR / "flashinfer/definitions/rmsnorm_h128.json"
+    refused = import_one(ImportRequest("flashinfer", tmp_path), source)
+    assert refused.status == "refused" and "KJUDGE-TODO" in refused.detail
+    assert "--draft" in refused.detail and not any(tmp_path.iterdir())
+    kept = import_one(ImportRequest("flashinfer", tmp_path, draft=True), source)
+    assert kept.status == "draft" and Path(kept.path).is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == [Path(kept.path).name]
+
+
+def test_a_folder_of_problems_imports_in_one_command(tmp_path):
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "level"
+    corpus.mkdir()
+    for name in ("94_MSELoss.py", "76_Gemm_Add_ReLU.py"):
+        shutil.copy(FORMATS_DIR / "kernelbench" / name, corpus)
+    (corpus / "99_Broken.py").write_text("import torch\nclass Model: pass\n")
+
+    def kjudge(*args):
+        return subprocess.run([sys.executable, "-m", "judge.cli", "problem", "import", "--from",
+                               "kernelbench", corpus, "--dir", tmp_path / "out", "--no-check",
+                               *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    done = kjudge()
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stderr  # one refused
+    assert sum(line.startswith("imported") for line in lines) == 2
+    assert any(line.startswith("refused") and "99_Broken.py" in line and "get_inputs" in line
+               for line in lines)
+    assert lines[-1] == "3 problems: 2 imported, 1 refused"
+    again = kjudge()
+    assert again.stdout.splitlines()[-1] == "3 problems: 2 skipped, 1 refused"
+    forced = kjudge("--force")
+    assert forced.stdout.splitlines()[-1] == "3 problems: 2 imported, 1 refused"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "p_76_gemm_add_relu", "p_94_mseloss"]
+
+
+def test_folders_named_alike_in_one_import_keep_their_parents_names():
+    from judge.problem.importers import folder_names
+
+    a, b, c = Path("pmpp/conv2d_py"), Path("pmpp_v2/conv2d_py"), Path("pmpp/sort_py")
+    assert folder_names([a, b, c]) == {a: "pmpp_conv2d_py", b: "pmpp_v2_conv2d_py"}
+
+
+def test_sizes_fit_the_smallest_expression_that_a_further_case_confirms():
+    from judge.problem.importers.draft import fit_size
+
+    cases = [{"t": t, "h": h, "g": g} for t, h, g in [(1, 256, 128), (2, 512, 128),
+                                                     (3, 1024, 64), (4, 1024, 32)]]
+    params = ["t", "h", "g"]
+    assert fit_size([2, 4, 16, 32], cases, params) == "h // g"
+    assert fit_size([256, 512, 1024, 1024], cases, params) == "h"
+    assert fit_size([7, 7, 7, 7], cases, params) == 7
+    assert fit_size([259, 516, 1029, 1030], cases, params) == "t + h + 2"
+    assert fit_size([3, 5], cases[:2], params) is None  # two cases cannot confirm an affine fit

@@ -73,9 +73,10 @@ def import_one(request: ImportRequest, source: Path) -> ImportOutcome:
     try:
         write(draft, staging)
         problems = _problems(staging, request)
+        checked = (f", GPU points only ({draft.gpu_only}): judged where a GPU is"
+                   if draft.gpu_only else ", the baseline AC on the CPU" if request.check else "")
         outcome = ImportOutcome(str(source), "imported", str(out), notes=draft.notes,
-                                detail=f"{len(draft.tests)} test points" + (
-                                    ", the baseline AC on the CPU" if request.check else ""))
+                                detail=f"{len(draft.tests)} test points{checked}")
         if problems:
             outcome.status = "draft" if request.draft else "refused"
             outcome.detail = problems + ("" if request.draft else

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,12 @@ def load_module(path: Path) -> ModuleType:
     name = f"kjudge_problem_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module  # a dataclass in it looks its module up there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

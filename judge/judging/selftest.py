@@ -46,6 +46,12 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
 def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timing: bool,
                     pool: SlotPool) -> list[SelfTestOutcome]:
     outcomes = template_outcomes(problem)
+    if not problem.tests_for(device.kind):
+        return outcomes + [SelfTestOutcome(path.relative_to(problem.path), expected, None,
+                                           "skip", f"no test point for the {device.kind} device"
+                                           + (f" ({problem.spec.gpu_only})"
+                                              if problem.spec.gpu_only else ""))
+                           for expected, path in self_tests(problem)]
     timed_once = not timing
     for expected, path in self_tests(problem):
         rel = path.relative_to(problem.path)

@@ -175,6 +175,9 @@ class ProblemSpec(_Strict):
     timing: Timing = Timing()
     tests: list[TestSpec] = Field(min_length=1)
     rules: list[Rule] = []
+    # why the problem has no CPU test point (its reference needs a GPU: torch._scaled_mm on fp4);
+    # then none is asked for, and the CPU device cannot judge it
+    gpu_only: str | None = None
 
 
 @dataclass(frozen=True)
@@ -290,7 +293,7 @@ def _semantic_issues(path: Path, spec: ProblemSpec, tests: list[TestPoint]) -> l
         issues.extend(_test_point_issues(spec, t))
     if not any(t.sample for t in tests):
         issue("tests", "no sample test point", "mark at least one test point `sample: true`")
-    if not any("cpu" in t.devices for t in tests):
+    if not spec.gpu_only and not any("cpu" in t.devices for t in tests):
         issue("tests", "no test point runs on the cpu device",
               "add a small test point with `devices: [cpu]` so the folder validates anywhere")
     for i, rule in enumerate(spec.rules):

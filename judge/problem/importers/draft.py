@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +54,20 @@ class Draft:
     todos: list[str] = field(default_factory=list)  # KJUDGE-TODO lines for problem.yaml
     sources: dict[str, Path] = field(default_factory=dict)  # kept under source/
     files: dict[str, str] = field(default_factory=dict)  # more of the folder's files (a checker)
+    gpu_only: str = ""  # why there is no CPU point (the reference needs a GPU)
     limits: dict = field(default_factory=lambda: {"compile_s": 180, "run_s": 10})
+
+
+def run_module(name: str, code: str, filename: str) -> types.ModuleType:
+    """The format's code run as module `name`, registered in sys.modules while it runs (a
+    dataclass looks its module up there)."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102
+    finally:
+        sys.modules.pop(name, None)
+    return module
 
 
 def slug_of(name: str) -> str:
@@ -88,6 +103,7 @@ def _write(draft: Draft, out: Path) -> None:
         "limits": draft.limits,
         "metrics": bytes_metric(draft.signature),
         "tests": draft.tests,
+        **({"gpu_only": draft.gpu_only} if draft.gpu_only else {}),
     }
     header = [f"# Imported from a {draft.source_format} by `kjudge problem import`; the format's",
               "# files are kept in source/. Review, then run `kjudge problem validate`.",

@@ -31,6 +31,7 @@ from judge.problem.importers.draft import (
     ImportFailure,
     fit_size,
     point_name,
+    run_module,
     slug_of,
     tensor_dtype,
 )
@@ -39,6 +40,7 @@ FORMAT = "GPU MODE reference-kernels task"
 FORMAT_CHECKER = "format_check.py"  # the checker that runs the format's check_implementation
 FORMAT_IMPORTS = re.compile(r"^\s*from\s+(task|utils|reference)\s+import\s+[^\n]*$", re.M)
 CUDA_LITERAL = re.compile(r"""(?<![\w.])(["'])cuda(?::0)?\1""")
+CUDA_METHOD = re.compile(r"\.cuda\(\)")  # tensor.cuda(): tensor.to(DEVICE)
 DEFAULT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-8}  # utils.verbose_allclose's defaults
 
 
@@ -62,16 +64,18 @@ def convert(source: Path) -> Draft:
     files = _format_files(folder, task)
     code = _format_code(files)
     module = _load(code, folder.name)
+    module.kjudge_source, module.kjudge_gpu_only = files["reference.py"].read_text(), ""
     tests = _cases(task, "tests")
     benchmarks = _cases(task, "benchmarks", required=False)
     probes = [_probe(module, case) for case in tests]
     names = _tuple_names(files["reference.py"], len(probes[0][0]))
     params = [k for k, v in tests[0].items() if k != "seed" and isinstance(v, int)]
     signature = _signature(probes, tests, names, params)
-    points = _points(tests, benchmarks, probes)
+    gpu_only = module.kjudge_gpu_only or _cpu_failure(module, tests, probes)
+    points = _points(tests, benchmarks, probes, cpu=not gpu_only)
     tolerance, checker, note, todos = _tolerance(files["reference.py"])
     outputs = [a for a in signature if a["role"] == "output"]
-    if not any("cpu" in p["devices"] for p in points):
+    if not gpu_only and not any("cpu" in p["devices"] for p in points):
         todos.append("no test small enough for a CPU point: add one with devices: [cpu]")
     return Draft(
         slug=slug_of(folder.name), title=folder.name, source_format=FORMAT,
@@ -86,7 +90,8 @@ def convert(source: Path) -> Draft:
                f"tensors, then the sizes; it writes {', '.join(a['name'] for a in outputs)} in "
                "place. Inputs arrive contiguous (row-major), whatever views the format made."],
         sources={name: path for name, path in files.items()} | {"task.yml": task_file},
-        files={FORMAT_CHECKER: FORMAT_CHECK} if checker == FORMAT_CHECKER else {})
+        files={FORMAT_CHECKER: FORMAT_CHECK} if checker == FORMAT_CHECKER else {},
+        gpu_only=gpu_only)
 
 
 def _refuse_what_does_not_map(task: dict) -> None:
@@ -136,14 +141,14 @@ def _format_code(files: dict[str, Path]) -> str:
     for name, text in texts.items():
         text = FORMAT_IMPORTS.sub("", FUTURE.sub("", text))
         parts.append(f"# ---- {name} (the format's, verbatim but for its imports and device "
-                     "strings) ----\n" + CUDA_LITERAL.sub("DEVICE", text).strip())
+                     "strings) ----\n"
+                     + CUDA_METHOD.sub(".to(DEVICE)", CUDA_LITERAL.sub("DEVICE", text)).strip())
     return "\n\n\n".join(parts) + "\n"
 
 
 def _load(code: str, name: str) -> types.ModuleType:
-    module = types.ModuleType(f"kjudge_gpumode_{slug_of(name)}")
     try:
-        exec(compile(code, f"<{name} reference>", "exec"), module.__dict__)  # noqa: S102
+        module = run_module(f"kjudge_gpumode_{slug_of(name)}", code, f"<{name} reference>")
     except Exception as exc:
         raise ImportFailure("reference.py", "", f"does not import: {exc!r}") from None
     for fn in ("generate_input", "ref_kernel"):
@@ -190,25 +195,77 @@ def _probe(module: types.ModuleType, case: dict):
         try:
             result = module.ref_kernel(meta if module.kjudge_tuple else meta[0])
         except Exception as exc:
-            raise ImportFailure("reference.py", "ref_kernel",
-                                f"fails on the CPU for {case}: {exc!r}") from None
+            returned = _returned_positions(module.kjudge_source)
+            if returned is None:
+                raise ImportFailure("reference.py", "ref_kernel",
+                                    f"fails on the CPU for {case}: {exc!r}",
+                                    "return what it writes in place, or make it run on a "
+                                    "CPU") from None
+            module.kjudge_gpu_only = _cpu_failed(exc)
+            return data, tuple(data[i] for i in returned), list(returned)
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     in_place = [next((i for i, t in enumerate(meta) if t is r), None) for r in result]
     return data, result, in_place
 
 
+def _cpu_failure(module: types.ModuleType, tests: list[dict], probes) -> str:
+    """Why ref_kernel cannot run on the CPU at the smallest test ('' when it can): the meta
+    device has kernels (torch._scaled_mm's) that the CPU lacks."""
+    sizes = [sum(t.numel() * t.element_size() for t in probe[0]) for probe in probes]
+    case = tests[min(range(len(tests)), key=sizes.__getitem__)]
+    if min(sizes) > CPU_POINT_BYTES:
+        return ""  # no CPU point anyway
+    module.DEVICE = "cpu"
+    try:
+        data = module.generate_input(**case)
+        module.ref_kernel(data)
+    except Exception as exc:  # noqa: BLE001 - the format's code
+        return _cpu_failed(exc)
+    return ""
+
+
+def _cpu_failed(exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0][:120]
+    return f"ref_kernel fails on a CPU: {type(exc).__name__}: {first}"
+
+
+def _returned_positions(reference: str) -> tuple[int, ...] | None:
+    """The positions in `data` of what ref_kernel returns, read from its code where it returns
+    names it unpacked from `data` (`a, b, c = data ... return c`): outputs written in place,
+    whose shapes generate_input shows without running ref_kernel. None otherwise."""
+    for node in ast.walk(ast.parse(reference)):
+        if not (isinstance(node, ast.FunctionDef) and node.name == "ref_kernel"
+                and node.args.args):
+            continue
+        unpacked = _unpacked(node)
+        returns = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value]
+        if unpacked is None or len(returns) != 1:
+            return None
+        names = returns[0].elts if isinstance(returns[0], ast.Tuple) else [returns[0]]
+        if all(isinstance(n, ast.Name) and n.id in unpacked for n in names):
+            return tuple(unpacked.index(n.id) for n in names)
+    return None
+
+
+def _unpacked(function: ast.FunctionDef) -> list[str] | None:
+    """The names `a, b, c = data` gives, in order (`_` included), if ref_kernel unpacks so."""
+    param = function.args.args[0].arg
+    for stmt in function.body:
+        if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
+                and stmt.value.id == param and isinstance(stmt.targets[0], ast.Tuple)):
+            return [e.id if isinstance(e, ast.Name) else "" for e in stmt.targets[0].elts]
+    return None
+
+
 def _tuple_names(reference: Path, count: int) -> list[str]:
-    """The names ref_kernel unpacks `data` into (`a, b, c = data`), else x0, x1, ..."""
-    tree = ast.parse(reference.read_text())
-    for node in ast.walk(tree):
+    """The names ref_kernel unpacks `data` into (`a, b, c = data`; an `_` by its position),
+    else x0, x1, ..."""
+    for node in ast.walk(ast.parse(reference.read_text())):
         if isinstance(node, ast.FunctionDef) and node.name == "ref_kernel" and node.args.args:
-            param = node.args.args[0].arg
-            for stmt in node.body:
-                if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
-                        and stmt.value.id == param and isinstance(stmt.targets[0], ast.Tuple)):
-                    names = [e.id for e in stmt.targets[0].elts if isinstance(e, ast.Name)]
-                    if len(names) == count:
-                        return names
+            names = _unpacked(node)
+            if names is not None and len(names) == count:
+                return [n if n and n != "_" and names.count(n) == 1 else f"x{i}"
+                        for i, n in enumerate(names)]
     return [f"x{i}" for i in range(count)] if count > 1 else ["x"]
 
 
@@ -249,7 +306,10 @@ def _signature(probes, tests, names, params) -> list[dict]:
     return signature
 
 
-def _points(tests: list[dict], benchmarks: list[dict], probes) -> list[dict]:
+def _points(tests: list[dict], benchmarks: list[dict], probes, cpu: bool = True) -> list[dict]:
+    """A CPU sample point (the smallest test, if small and `cpu`), the tests as untimed GPU
+    points, the benchmarks as timed ones; without a CPU point the smallest test is the
+    sample."""
     taken: set[str] = set()
     points = []
 
@@ -258,12 +318,14 @@ def _points(tests: list[dict], benchmarks: list[dict], probes) -> list[dict]:
 
     sizes = [sum(t.numel() * t.element_size() for t in probe[0]) for probe in probes]
     smallest = min(range(len(tests)), key=sizes.__getitem__)
-    if sizes[smallest] <= CPU_POINT_BYTES:
+    if cpu and sizes[smallest] <= CPU_POINT_BYTES:
         points.append({"name": point_name({"cpu": "", **params(tests[smallest])}, taken),
                        "params": params(tests[smallest]), "sample": True, "devices": ["cpu"]})
-    for case in tests:
+    sampled = bool(points)
+    for i, case in enumerate(tests):
         points.append({"name": point_name(params(case), taken), "params": params(case),
-                       "timed": False, "devices": ["cuda"]})
+                       "timed": False, "devices": ["cuda"],
+                       **({"sample": True} if not sampled and i == smallest else {})})
     for case in benchmarks:
         points.append({"name": point_name(params(case), taken), "params": params(case),
                        "devices": ["cuda"]})

@@ -24,6 +24,7 @@ from judge.problem.importers.draft import (
     CPU_POINT_BYTES,
     Draft,
     ImportFailure,
+    run_module,
     slug_of,
     tensor_dtype,
 )
@@ -149,9 +150,8 @@ def _number(node: ast.expr, file: str) -> int | float | None:
 
 
 def _load(text: str, source: Path) -> types.ModuleType:
-    module = types.ModuleType(f"kjudge_kernelbench_{slug_of(source.stem)}")
     try:
-        exec(compile(text, str(source), "exec"), module.__dict__)  # noqa: S102
+        module = run_module(f"kjudge_kernelbench_{slug_of(source.stem)}", text, str(source))
     except Exception as exc:
         raise ImportFailure(source.name, "", f"does not import: {exc!r}") from None
     for name in ("Model", "get_inputs", "get_init_inputs"):
