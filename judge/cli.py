@@ -189,7 +189,8 @@ def cmd_image_check(args: argparse.Namespace) -> int:
     from judge.languages import LANGUAGES
     from sandbox.docker import ImageNotPinned, check_image
 
-    packages = ["torch", *(x.packages[0] for x in LANGUAGES.values() if x.packages)]
+    packages = ["torch", *(x.packages[0] for x in LANGUAGES.values() if x.packages),
+                *_declared_packages(Path(args.problems))]
     tools = [x.default_compiler for x in LANGUAGES.values() if not x.is_python]
     try:
         found = check_image(args.image, packages, tools, host_python=args.host_python)
@@ -200,6 +201,19 @@ def cmd_image_check(args: argparse.Namespace) -> int:
     for key, value in found.items():
         print(f"{key:<10} {value}")
     return EXIT_OK
+
+
+def _declared_packages(root: Path) -> list[str]:
+    """The packages the problems under `root` declare (their references import them)."""
+    from judge.problem.schema import ProblemError, load_problem
+
+    found: set[str] = set()
+    for folder in sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()):
+        try:
+            found.update(load_problem(folder).spec.packages)
+        except ProblemError:
+            continue  # `kjudge problem validate` says why
+    return sorted(found)
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -277,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          required=True)
     ic = img.add_parser("check", help="versions inside an image (pinned by digest)")
     ic.add_argument("image", help="name@sha256:… or sha256:…")
+    ic.add_argument("--problems", default=str(problems_root()),
+                    help="the packages these problems declare are checked too")
     ic.add_argument("--host-python", action="store_true",
                     help="bind the host's Python (test images made with docker import)")
     ic.set_defaults(func=cmd_image_check)

@@ -348,7 +348,7 @@ packages, tools = json.loads(sys.argv[1])
 found = {"python": sys.version.split()[0]}
 for name in packages:
     try:
-        found[name] = __import__(name).__version__
+        found[name] = getattr(__import__(name), "__version__", "installed")
     except Exception as exc:
         found[name] = "missing" if isinstance(exc, ImportError) else f"error: {exc}"
 for tool in tools:

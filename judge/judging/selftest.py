@@ -153,9 +153,22 @@ def _medians(problem: Problem) -> dict[str, float]:
     return medians if any(medians.values()) else {}  # zeros are the other guess
 
 
+def package_outcomes(problem: Problem) -> list[SelfTestOutcome]:
+    """Each package the problem declares (its reference imports it) must be there where the
+    judge runs (an image is checked by `kjudge image check`)."""
+    import importlib.util
+
+    return [SelfTestOutcome(Path(f"<package {name}>"), Verdict.AC, None, "FAIL" if missing
+                            else "ok", f"not installed here: pip install {name} (the "
+                            "reference imports it)" if missing else "installed")
+            for name in problem.spec.packages
+            for missing in [importlib.util.find_spec(name) is None]]
+
+
 def template_outcomes(problem: Problem) -> list[SelfTestOutcome]:
-    """A starter template a contestant submits unchanged must not break the problem's rules."""
-    outcomes = []
+    """A starter template a contestant submits unchanged must not break the problem's rules,
+    and the packages it declares must be installed."""
+    outcomes = package_outcomes(problem)
     for path in sorted((problem.path / "templates").glob("*.*")):
         rel = path.relative_to(problem.path)
         try:

@@ -178,6 +178,9 @@ class ProblemSpec(_Strict):
     # why the problem has no CPU test point (its reference needs a GPU: torch._scaled_mm on fp4);
     # then none is asked for, and the CPU device cannot judge it
     gpu_only: str | None = None
+    # Python packages the reference and the baseline import beyond torch (einops): `kjudge problem
+    # validate` and `kjudge image check` say where one is missing
+    packages: list[str] = []
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ format leaves open is a `KJUDGE-TODO` line the validator refuses until the organ
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import sys
@@ -55,6 +56,7 @@ class Draft:
     sources: dict[str, Path] = field(default_factory=dict)  # kept under source/
     files: dict[str, str] = field(default_factory=dict)  # more of the folder's files (a checker)
     gpu_only: str = ""  # why there is no CPU point (the reference needs a GPU)
+    packages: list[str] = field(default_factory=list)  # the format's code imports beyond torch
     limits: dict = field(default_factory=lambda: {"compile_s": 180, "run_s": 10})
 
 
@@ -68,6 +70,30 @@ def run_module(name: str, code: str, filename: str) -> types.ModuleType:
     finally:
         sys.modules.pop(name, None)
     return module
+
+
+BUNDLED = {"torch", "numpy", "triton", "tilelang"}  # in every contest image the judge runs
+
+
+def packages_of(code: str) -> list[str]:
+    """The top-level packages `code` imports that are neither the standard library's nor in
+    every contest image (einops for KernelBench's Mamba2)."""
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return sorted(n for n in names - BUNDLED if n not in sys.stdlib_module_names)
+
+
+def missing_package(exc: BaseException, file: str) -> ImportFailure | None:
+    """The refusal for a format's code that imports a package this machine lacks."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return ImportFailure(file, "", f"imports {exc.name}, which is not installed here",
+                             f"install it where the judge runs (pip install {exc.name}) and "
+                             "import again: the problem will declare it under packages")
+    return None
 
 
 def slug_of(name: str) -> str:
@@ -104,6 +130,7 @@ def _write(draft: Draft, out: Path) -> None:
         "metrics": bytes_metric(draft.signature),
         "tests": draft.tests,
         **({"gpu_only": draft.gpu_only} if draft.gpu_only else {}),
+        **({"packages": draft.packages} if draft.packages else {}),
     }
     header = [f"# Imported from a {draft.source_format} by `kjudge problem import`; the format's",
               "# files are kept in source/. Review, then run `kjudge problem validate`.",

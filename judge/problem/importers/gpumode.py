@@ -30,6 +30,8 @@ from judge.problem.importers.draft import (
     Draft,
     ImportFailure,
     fit_size,
+    missing_package,
+    packages_of,
     point_name,
     run_module,
     slug_of,
@@ -91,6 +93,7 @@ def convert(source: Path) -> Draft:
                "place. Inputs arrive contiguous (row-major), whatever views the format made."],
         sources={name: path for name, path in files.items()} | {"task.yml": task_file},
         files={FORMAT_CHECKER: FORMAT_CHECK} if checker == FORMAT_CHECKER else {},
+        packages=packages_of(code),
         gpu_only=gpu_only)
 
 
@@ -150,6 +153,8 @@ def _load(code: str, name: str) -> types.ModuleType:
     try:
         module = run_module(f"kjudge_gpumode_{slug_of(name)}", code, f"<{name} reference>")
     except Exception as exc:
+        if (missing := missing_package(exc, "reference.py")) is not None:
+            raise missing from None
         raise ImportFailure("reference.py", "", f"does not import: {exc!r}") from None
     for fn in ("generate_input", "ref_kernel"):
         if not callable(getattr(module, fn, None)):

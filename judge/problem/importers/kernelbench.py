@@ -24,6 +24,8 @@ from judge.problem.importers.draft import (
     CPU_POINT_BYTES,
     Draft,
     ImportFailure,
+    missing_package,
+    packages_of,
     run_module,
     slug_of,
     tensor_dtype,
@@ -100,7 +102,7 @@ def convert(source: Path) -> Draft:
                + "; they are drawn by Model's own initialisation from the judge's seed, and "
                "get_inputs runs with the global RNG seeded from it (forked: the judge's own "
                "state is untouched).", *notes],
-        todos=todos, sources={source.name: source})
+        todos=todos, sources={source.name: source}, packages=packages_of(text))
 
 
 @dataclass
@@ -153,6 +155,8 @@ def _load(text: str, source: Path) -> types.ModuleType:
     try:
         module = run_module(f"kjudge_kernelbench_{slug_of(source.stem)}", text, str(source))
     except Exception as exc:
+        if (missing := missing_package(exc, source.name)) is not None:
+            raise missing from None
         raise ImportFailure(source.name, "", f"does not import: {exc!r}") from None
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
