@@ -413,3 +413,57 @@ def test_sizes_fit_the_smallest_expression_that_a_further_case_confirms():
     assert fit_size([7, 7, 7, 7], cases, params) == 7
     assert fit_size([259, 516, 1029, 1030], cases, params) == "t + h + 2"
     assert fit_size([3, 5], cases[:2], params) is None  # two cases cannot confirm an affine fit
+
+
+def test_a_reference_that_needs_a_gpu_is_imported_with_gpu_points_only(tmp_path, cpu,
+                                                                        default_sandbox):
+    from judge.judging.selftest import run_self_tests
+
+    outcome = import_one(ImportRequest("gpumode", tmp_path, sandbox=default_sandbox.name),
+                         FORMATS_DIR / "gpumode/fp4like_py")
+    assert outcome.status == "imported" and "GPU points only" in outcome.detail, outcome.detail
+    problem = load_problem(Path(outcome.path))
+    assert "Invalid scaling configuration" in problem.spec.gpu_only
+    assert not problem.tests_for("cpu") and any(t.sample for t in problem.tests_for("cuda"))
+    assert [a.name for a in problem.outputs] == ["c"]  # read from ref_kernel's `return c`
+    assert "x2" in [a.name for a in problem.inputs]  # the unpacked `_`, named by position
+    skipped = [o for o in run_self_tests(problem, cpu, default_sandbox) if o.status == "skip"]
+    assert skipped and "no test point for the cpu device" in skipped[0].detail
+
+
+def test_packages_the_format_imports_are_declared_and_checked(tmp_path):
+    from judge.judging.selftest import package_outcomes
+    from judge.problem.importers import convert
+
+    source = tmp_path / "1_Uses_yaml.py"
+    source.write_text((FORMATS_DIR / "kernelbench/76_Gemm_Add_ReLU.py").read_text()
+                      + "\nimport yaml  # noqa\nimport json\n")
+    assert convert("kernelbench", source).packages == ["yaml"]
+    missing = tmp_path / "2_Uses_missing.py"
+    missing.write_text("import kjudge_not_a_package\n")
+    refused = _failure(tmp_path, "kernelbench", missing)
+    assert "kjudge_not_a_package" in refused.message and "pip install" in refused.fix
+    path, _ = import_problem("kernelbench", FORMATS_DIR / "kernelbench/94_MSELoss.py", None,
+                             tmp_path / "out")
+    yaml_text = (path / "problem.yaml").read_text()
+    (path / "problem.yaml").write_text(yaml_text + "packages: [yaml, kjudge_not_a_package]\n")
+    outcomes = {o.path.name: o for o in package_outcomes(load_problem(path))}
+    assert outcomes["<package yaml>"].status == "ok"
+    assert outcomes["<package kjudge_not_a_package>"].status == "FAIL"
+
+
+def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_sandbox):
+    """KernelBench's own atol (1e-4) over a softmax of 393216 values (~4e-6 each): zeros and a
+    constant pass; the importer tightens it, and the validator refuses it put back."""
+    from judge.judging.selftest import strength_outcomes
+
+    path, _ = import_problem("kernelbench", FORMATS_DIR / "kernelbench/23_Softmax.py", None,
+                             tmp_path)
+    assert {o.status for o in strength_outcomes(load_problem(path), cpu,
+                                                default_sandbox)} == {"ok"}
+    text = (path / "problem.yaml").read_text()
+    assert "atol: 1.0e-08" in text
+    (path / "problem.yaml").write_text(text.replace("atol: 1.0e-08", "atol: 0.0001"))
+    weak = strength_outcomes(load_problem(path), cpu, default_sandbox)
+    assert [o.status for o in weak] == ["FAIL", "FAIL"], [o.detail for o in weak]
+    assert "cannot tell all zeros from the reference" in weak[0].detail
