@@ -1,6 +1,8 @@
 """Every public kernel problem imported as an organizer would: `kjudge problem import` of a whole
 corpus, each problem kept only when it validates and its own baseline is AC on the CPU device
-while an answer of zeros and a constant answer are refused (judging/importing.py's check).
+while an answer of zeros and a constant answer are refused (judging/importing.py's check); a
+problem whose reference cannot run on a CPU (or whose weights are too large for one) is kept
+with GPU points only, counted apart.
 
     git clone https://github.com/ScalingIntelligence/KernelBench /tmp/KernelBench
     git clone https://github.com/gpu-mode/reference-kernels /tmp/reference-kernels
@@ -27,7 +29,11 @@ sys.path.insert(0, str(ROOT))
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.judging.importing import ImportOutcome, ImportRequest, import_many  # noqa: E402
 
-OUT_OF_SCOPE = ("multi_gpu", "has no counterpart here")  # what a refusal says when it is
+# what a refusal says when the problem is out of scope: several GPUs, a dtype this judge does
+# not have (AMD's fnuz fp8), a package only AMD GPUs have, an interface of its own (two entry
+# points and its own eval.py instead of custom_kernel)
+OUT_OF_SCOPE = ("multi_gpu", "has no counterpart here", "imports aiter", "not the format's")
+DEGENERATE = "one value throughout"  # the reference's outputs: any constant kernel passes
 
 
 def sections(args) -> list[tuple[str, str, Path]]:
@@ -58,19 +64,24 @@ def run_section(fmt: str, folder: Path, args) -> list[ImportOutcome]:
 
 
 def in_scope(outcome: ImportOutcome) -> bool:
-    return not (outcome.status == "refused" and any(w in outcome.detail for w in OUT_OF_SCOPE))
+    return not (outcome.status == "refused"
+                and any(w in outcome.detail for w in (*OUT_OF_SCOPE, DEGENERATE)))
 
 
 def table(results: list[tuple[str, list[ImportOutcome]]]) -> str:
-    lines = ["| corpus | problems | in scope | imported, baseline AC, guesses refused | rate | "
-             "median s a problem |", "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| corpus | problems | out of scope | degenerate | in scope | imported | of which "
+             "GPU points only | refused | rate | median s a problem |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, outcomes in results:
         scoped = [o for o in outcomes if in_scope(o)]
-        ok = sum(o.status == "imported" for o in scoped)
+        degenerate = sum(DEGENERATE in o.detail for o in outcomes if o.status == "refused")
+        ok = [o for o in scoped if o.status == "imported"]
+        gpu_only = sum("GPU points only" in o.detail for o in ok)
         seconds = sorted(o.seconds for o in outcomes) or [0.0]
-        rate = f"{100 * ok / len(scoped):.0f} %" if scoped else "-"
-        lines.append(f"| {name} | {len(outcomes)} | {len(scoped)} | {ok} | {rate} | "
-                     f"{seconds[len(seconds) // 2]:.1f} |")
+        rate = f"{100 * len(ok) / len(scoped):.0f} %" if scoped else "-"
+        lines.append(f"| {name} | {len(outcomes)} | {len(outcomes) - len(scoped) - degenerate} "
+                     f"| {degenerate} | {len(scoped)} | {len(ok)} | {gpu_only} | "
+                     f"{len(scoped) - len(ok)} | {rate} | {seconds[len(seconds) // 2]:.1f} |")
     return "\n".join(lines)
 
 

@@ -116,7 +116,7 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
         return []
     positions = {a.name: i for i, a in enumerate(problem.spec.signature)}
     guesses = {"all zeros": {positions[a.name]: 0 for a in problem.outputs}}
-    medians = _medians(problem)
+    medians, constant = _medians(problem)
     if medians:
         guesses["a constant"] = {positions[n]: v for n, v in medians.items()}
     outcomes = []
@@ -125,32 +125,36 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
                               sandbox=sandbox, options=JudgeOptions(timing=False, pool=pool))
         refused = result.verdict not in (Verdict.AC, Verdict.SE)
         detail = "" if refused else (
-            f"accepted: the checker cannot tell {what} from the reference; raise what the "
-            "inputs make of the outputs or tighten the tolerance (an absolute tolerance "
-            "over a reference near zero passes zeros)" if result.verdict is Verdict.AC
-            else result.message)
+            f"accepted: the checker cannot tell {what} from the reference; " + (
+                "the reference's outputs are one value throughout: the problem is degenerate"
+                if constant else
+                "raise what the inputs make of the outputs or tighten the tolerance (an "
+                "absolute tolerance over a reference near zero passes zeros)")
+            if result.verdict is Verdict.AC else result.message)
         outcomes.append(SelfTestOutcome(Path(f"<{what}>"), Verdict.WA, result.verdict,
                                         "ok" if refused else "FAIL", detail, result.wall_s))
     return outcomes
 
 
-def _medians(problem: Problem) -> dict[str, float]:
-    """Each output's median on the first sample point, where every output can be filled."""
+def _medians(problem: Problem) -> tuple[dict[str, float], bool]:
+    """Each output's median on the first sample point, where every output can be filled, and
+    whether every output there is one value throughout."""
     from judge.judging.reference import ProblemRuntimeError, Reference
 
     if any(a.dtype not in FILLABLE for a in problem.outputs):
-        return {}
+        return {}, False
     test = next((t for t in problem.tests_for("cpu") if t.sample), problem.tests_for("cpu")[0])
     try:
         expected = Reference(problem, "cpu").case(test, seed=1).expected
     except ProblemRuntimeError:
-        return {}  # the self-tests say so
+        return {}, False  # the self-tests say so
     medians = {}
     for name, tensor in expected.items():
         value = tensor.double().nanmedian().item() if tensor.numel() else 0.0
         medians[name] = (int(value) if tensor.dtype.is_floating_point is False
                          else float(value)) if value == value else 0.0
-    return medians if any(medians.values()) else {}  # zeros are the other guess
+    constant = all(t.numel() == 0 or bool((t == t.flatten()[0]).all()) for t in expected.values())
+    return (medians if any(medians.values()) else {}), constant  # zeros are the other guess
 
 
 def package_outcomes(problem: Problem) -> list[SelfTestOutcome]:

@@ -122,10 +122,11 @@ def _format_files(folder: Path, task: dict) -> dict[str, Path]:
                 raise ImportFailure("task.yml", f"files[{name}]", f"{entry['source']} not found",
                                     "import from a checkout of the whole problems folder")
             found[name] = path
-    for name in ("task.py", "reference.py"):
-        found.setdefault(name, folder / name)
-        if not found[name].is_file():
-            raise ImportFailure(name, "", "not found")
+    if "task.py" not in found and (folder / "task.py").is_file():
+        found["task.py"] = folder / "task.py"
+    found.setdefault("reference.py", folder / "reference.py")
+    if not found["reference.py"].is_file():
+        raise ImportFailure("reference.py", "", "not found")
     return found
 
 
@@ -158,7 +159,9 @@ def _load(code: str, name: str) -> types.ModuleType:
         raise ImportFailure("reference.py", "", f"does not import: {exc!r}") from None
     for fn in ("generate_input", "ref_kernel"):
         if not callable(getattr(module, fn, None)):
-            raise ImportFailure("reference.py", fn, "not defined")
+            raise ImportFailure("reference.py", fn, "not defined: not the format's interface "
+                                "(generate_input, ref_kernel, a submission's custom_kernel); "
+                                "a task with an eval.py of its own", "write the folder by hand")
     return module
 
 

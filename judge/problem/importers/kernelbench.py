@@ -53,6 +53,12 @@ def convert(source: Path) -> Draft:
     original = dict(constants.values)
     probe = _probe(module, constants, original, forward_args, source.name)
     reduced = _reduce(module, constants, probe, forward_args, source.name)
+    gpu_only = ""
+    if reduced[0] is None:  # weights that do not shrink (a VGG's 553 MB)
+        gpu_only = (f"its tensors are {reduced[1] / 2**20:.0f} MB at the smallest sizes that "
+                    f"keep the model, over the {MODEL_CPU_POINT_BYTES >> 20} MB a CPU point "
+                    "may hold")
+        reduced = None
     if reduced is not None and reduced[0] == original:  # the file's own sizes fit a CPU
         points = [("full", original, probe, ["cpu", "cuda"])]
     else:
@@ -68,7 +74,7 @@ def convert(source: Path) -> Draft:
     tol = atol = TOLERANCE.get(dtype, 1e-4)
     notes = []
     eval_mode = False
-    if reduced is not None and reduced[1]["bytes"] <= CPU_BYTES:
+    if reduced is not None:
         runs = _run_on_cpu(module, constants, points[0][1], forward_args, source.name)
         eval_mode = runs["random"]
         if eval_mode:
@@ -80,9 +86,6 @@ def convert(source: Path) -> Draft:
             notes.append(f"atol is {atol:g}, not KernelBench's {tol:g}: the reference's outputs "
                          f"are about {typical:.2g} (90th percentile of |out| at the CPU point), "
                          "where an answer of zeros would pass the format's tolerance.")
-    todos = [] if reduced else [
-        f"no CPU-sized version found (halving the sizes broke the model or its tensors stayed "
-        f"over {MODEL_CPU_POINT_BYTES >> 20} MB): add a test point with devices: [cpu]"]
     return Draft(
         slug=slug_of(source.stem), title=source.stem, source_format=FORMAT,
         signature=signature, tests=tests,
@@ -104,7 +107,7 @@ def convert(source: Path) -> Draft:
                + "; they are drawn by Model's own initialisation from the judge's seed, and "
                "get_inputs runs with the global RNG seeded from it (forked: the judge's own "
                "state is untouched).", *notes],
-        todos=todos, sources={source.name: source}, packages=packages_of(text))
+        sources={source.name: source}, packages=packages_of(text), gpu_only=gpu_only)
 
 
 @dataclass
@@ -126,6 +129,15 @@ def _constants(text: str, file: str) -> FileConstants:
     values: dict[str, int | float] = {}
     derived: list[str] = []
     for node in ast.parse(text).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Tuple)
+                and isinstance(node.value, ast.Tuple)
+                and len(node.targets[0].elts) == len(node.value.elts)):  # D, H, W = 16, 32, 32
+            for target, value in zip(node.targets[0].elts, node.value.elts):
+                number = _number(value, file) if isinstance(target, ast.Name) else None
+                if number is not None:
+                    values[target.id] = number
+            continue
         if not isinstance(node, ast.Assign) or not all(isinstance(t, ast.Name)
                                                        for t in node.targets):
             continue
@@ -246,7 +258,7 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
     with the sizes equal to it (a broadcast that needs them equal), keeping every tensor of the
     model, and only where that saves 5 % of the bytes (a ResNet's image halved to 14 x 14
     saves nothing beside its weights and leaves a BatchNorm over two values per channel).
-    None when the smallest found is still over MODEL_CPU_POINT_BYTES."""
+    (None, its bytes) when the smallest found is still over MODEL_CPU_POINT_BYTES."""
     current, result = dict(constants.values), probe
     batch = _batch(current, probe, forward_args)
     frozen: set[str] = set()
@@ -272,7 +284,8 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
             break
         else:
             frozen.add(knob)
-    return (current, result) if result["bytes"] <= MODEL_CPU_POINT_BYTES else None
+    return (current, result) if result["bytes"] <= MODEL_CPU_POINT_BYTES else (
+        None, result["bytes"])
 
 
 def _run_on_cpu(module, constants: FileConstants, values: dict, forward_args: list[str],
@@ -358,7 +371,7 @@ def _signature_and_tests(points, constants: list[str], forward_args, probe,
     """The signature, each dimension fitted over the test points and the distinct probe: a
     constant that gives it everywhere, else a literal size, else a parameter of each point."""
     tests = [{"name": name, "params": dict(values), "devices": devices,
-              **({"sample": True} if name == "cpu" else {})}
+              **({"sample": True} if "cpu" in devices or len(points) == 1 else {})}
              for name, values, _, devices in points]
     evidence = [(p[1], p[2]["tensors"]) for p in points] + ([shown] if shown else [])
     signature = []
