@@ -70,8 +70,10 @@ def convert(source: Path) -> Draft:
     tests = _cases(task, "tests")
     benchmarks = _cases(task, "benchmarks", required=False)
     probes = [_probe(module, case) for case in tests]
-    names = _tuple_names(files["reference.py"], len(probes[0][0]))
     params = [k for k, v in tests[0].items() if k != "seed" and isinstance(v, int)]
+    structure, probes, names = _flatten(
+        probes, _tuple_names(files["reference.py"], len(probes[0][0])), tests, params)
+    module.kjudge_structure = structure
     signature = _signature(probes, tests, names, params)
     gpu_only = module.kjudge_gpu_only or _cpu_failure(module, tests, probes)
     points = _points(tests, benchmarks, probes, cpu=not gpu_only)
@@ -189,17 +191,18 @@ def _probe(module: types.ModuleType, case: dict):
     module.kjudge_tuple = isinstance(data, (tuple, list))
     data = tuple(data) if module.kjudge_tuple else (data,)
     for i, item in enumerate(data):
-        if not isinstance(item, torch.Tensor):
+        if not (isinstance(item, torch.Tensor) or isinstance(item, dict) and all(
+                isinstance(v, (torch.Tensor, *LEAF_VALUES)) for v in item.values())):
             raise ImportFailure("reference.py", "generate_input",
                                 f"element {i} of its tuple is a {type(item).__name__}",
-                                "a signature holds tensors; make sizes test arguments")
+                                "give ref_kernel tensors, and dicts of tensors and numbers")
     module.DEVICE = "meta"
-    meta = tuple(t.to("meta") for t in data)
+    meta = tuple(_on(x, "meta") for x in data)
     try:
         result = module.ref_kernel(meta if module.kjudge_tuple else meta[0])
     except Exception:  # an operator without a meta kernel: run it for real
         module.DEVICE = "cpu"
-        meta = tuple(t.clone() for t in data)
+        meta = tuple(_on(x, "cpu") for x in data)
         try:
             result = module.ref_kernel(meta if module.kjudge_tuple else meta[0])
         except Exception as exc:
@@ -214,6 +217,69 @@ def _probe(module: types.ModuleType, case: dict):
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     in_place = [next((i for i, t in enumerate(meta) if t is r), None) for r in result]
     return data, result, in_place
+
+
+LEAF_VALUES = (int, float, bool, str, type(None))  # a dict's values besides tensors
+
+
+def _on(item, device: str):
+    """A copy of a tuple element on `device` (a dict's tensors too)."""
+    if isinstance(item, dict):
+        return {k: _on(v, device) for k, v in item.items()}
+    if not hasattr(item, "clone"):
+        return item  # a number or a string
+    return item.to(device) if device == "meta" else item.clone()
+
+
+def _flatten(probes, names: list[str], cases: list[dict], params: list[str]):
+    """The tuple as arguments: (the structure to build it again, probes whose data is the
+    tensors alone, the tensors' names). A dict's tensors are arguments of their own
+    (weights_norm_weight for weights["norm.weight"]), its numbers expressions over the sizes
+    (config["dim"]: dim), its other values constants; its keys must be the same in every
+    test."""
+    import torch
+
+    structure, leaves = [], []
+    for i, name in enumerate(names):
+        items = [probe[0][i] for probe in probes]
+        if all(isinstance(x, torch.Tensor) for x in items):
+            structure.append(("t", name))
+            leaves.append(name)
+            continue
+        keys = list(items[0]) if isinstance(items[0], dict) else None
+        if keys is None or any(not isinstance(x, dict) or list(x) != keys for x in items):
+            raise ImportFailure("reference.py", "generate_input",
+                                f"element {i} ({name}) is not the same kind of value in every "
+                                "test (a dict's keys change with the sizes)",
+                                "write the folder by hand")
+        spec = []
+        for key in keys:
+            values = [x[key] for x in items]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                leaf = slug_of(f"{name}_{key}")
+                spec.append((key, "t", leaf))
+                leaves.append(leaf)
+            elif all(type(v) is int for v in values) and (
+                    fitted := fit_size(values, cases, params)) is not None:
+                spec.append((key, "e", str(fitted)))
+            elif all(v == values[0] and type(v) is type(values[0]) for v in values):
+                spec.append((key, "v", values[0]))
+            else:
+                raise ImportFailure("reference.py", f"generate_input: {name}[{key!r}]",
+                                    f"{values} over the tests: neither a tensor, an expression "
+                                    f"of {', '.join(params)}, nor one value",
+                                    "write the folder by hand")
+        structure.append(("d", spec))
+    flat = []
+    for data, result, in_place in probes:
+        tensors = []
+        for (kind, spec), item in zip(structure, data):
+            tensors += [item] if kind == "t" else [item[k] for k, how, _ in spec if how == "t"]
+        position = {i: leaves.index(spec) for i, (kind, spec) in enumerate(structure)
+                    if kind == "t"}
+        flat.append((tuple(tensors), result,
+                     [position.get(i) if i is not None else None for i in in_place]))
+    return structure, flat, leaves
 
 
 def _cpu_failure(module: types.ModuleType, tests: list[dict], probes) -> str:
@@ -410,7 +476,10 @@ def _allclose_only(function: ast.FunctionDef) -> dict | None:
 GENERATED = '''
 
 # -- generated by `kjudge problem import --from gpumode` ------------------------------------
-_NAMES = {names!r}  # the tuple generate_input returns and ref_kernel takes, in order
+_NAMES = {names!r}  # the tuple's tensors, in order (a dict's by name_key)
+# per element of the tuple: ("t", argument) or ("d", [(key, "t" argument | "e" expression over
+# the sizes | "v" value)])
+_STRUCTURE = {structure!r}
 _OUTPUTS = {outputs!r}  # name -> (dtype, shape expressions over the sizes)
 _IN_PLACE = {in_place!r}  # outputs that are elements of the tuple
 _SIZES = {sizes!r}
@@ -418,6 +487,31 @@ _TUPLE = {is_tuple!r}  # whether generate_input returns a tuple (else one tensor
 _SEEDED = {seeded!r}  # whether generate_input takes `seed`
 # the global RNG is the process's: the judge draws a round's sets on several threads at once
 _GLOBAL_RNG = __import__("threading").Lock()
+
+
+def _flat(data):
+    """The tuple's tensors by argument name."""
+    found = {{}}
+    for (kind, spec), item in zip(_STRUCTURE, data):
+        if kind == "t":
+            found[spec] = item
+        else:
+            found.update({{leaf: item[key] for key, how, leaf in spec if how == "t"}})
+    return found
+
+
+def _rebuild(args, allocate):
+    """The tuple ref_kernel takes, from run_kernel's arguments; in-place outputs freshly
+    allocated where `allocate`, else the arguments themselves."""
+    sizes = {{k: args[k] for k in _SIZES}}
+    data = []
+    for kind, spec in _STRUCTURE:
+        if kind == "t":
+            data.append(_allocate(spec, sizes) if allocate and spec in _IN_PLACE else args[spec])
+        else:
+            data.append({{key: args[what] if how == "t" else eval(what, {{"__builtins__": {{}}}}, sizes)
+                         if how == "e" else what for key, how, what in spec}})
+    return tuple(data) if _TUPLE else data[0]
 '''
 
 REFERENCE = '''
@@ -433,7 +527,7 @@ def make_inputs(params, generator, device):
         torch.manual_seed(seed)
         data = generate_input(**params, **({"seed": seed} if _SEEDED else {}))
     data = tuple(data) if _TUPLE else (data,)
-    return {name: t.contiguous() for name, t in zip(_NAMES, data) if name not in _IN_PLACE}
+    return {name: t.contiguous() for name, t in _flat(data).items() if name not in _IN_PLACE}
 
 
 def format_check(inputs, outputs):
@@ -443,10 +537,8 @@ def format_check(inputs, outputs):
     global DEVICE
     device = next(v for v in inputs.values() if isinstance(v, torch.Tensor)).device
     DEVICE = device.type
-    sizes = {k: inputs[k] for k in _SIZES}
-    data = tuple(inputs[n] if n not in _IN_PLACE else _allocate(n, sizes) for n in _NAMES)
     output = tuple(outputs[n].to(device) for n in _OUTPUTS)
-    verdict = check_implementation(data if _TUPLE else data[0],
+    verdict = check_implementation(_rebuild(inputs, allocate=True),
                                    output if len(output) > 1 else output[0])
     if isinstance(verdict, tuple):  # (good, message)
         return bool(verdict[0]), str(verdict[1])
@@ -462,9 +554,7 @@ def _allocate(name, args):
 def reference(**args):
     global DEVICE
     DEVICE = next(v for v in args.values() if isinstance(v, torch.Tensor)).device.type
-    sizes = {k: args[k] for k in _SIZES}
-    data = tuple(args[n] if n not in _IN_PLACE else _allocate(n, sizes) for n in _NAMES)
-    result = ref_kernel(data if _TUPLE else data[0])
+    result = ref_kernel(_rebuild(args, allocate=True))
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     return dict(zip(_OUTPUTS, result))
 '''
@@ -474,7 +564,7 @@ BASELINE = '''
 def run_kernel({params}):
     global DEVICE
     DEVICE = {first}.device.type
-    result = ref_kernel({data})
+    result = ref_kernel(_rebuild(dict({args}), allocate=False))
     result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     for out, value in zip(({outputs},), result):
         if value is not out:
@@ -515,7 +605,8 @@ def _generated(module, signature: list[dict], names: list[str]) -> str:
     sizes = [a["name"] for a in signature if a["role"] == "scalar"]
     seeded = "seed" in inspect.signature(module.generate_input).parameters
     return GENERATED.format(names=names, outputs=outputs, in_place=in_place, sizes=sizes,
-                            is_tuple=module.kjudge_tuple, seeded=seeded)
+                            is_tuple=module.kjudge_tuple, seeded=seeded,
+                            structure=module.kjudge_structure)
 
 
 def _header(what: str) -> str:
@@ -530,8 +621,8 @@ def _reference(code: str, module, signature: list[dict], names: list[str]) -> st
 
 def _baseline(code: str, module, signature: list[dict], names: list[str]) -> str:
     outputs = [a["name"] for a in signature if a["role"] == "output"]
-    data = f"({', '.join(names)},)" if module.kjudge_tuple else names[0]
-    return _header("The baseline") + code + BASELINE.format(
-        params=", ".join(a["name"] for a in signature), first=names[0], data=data,
+    return _header("The baseline") + code + _generated(module, signature, names) + BASELINE.format(
+        params=", ".join(a["name"] for a in signature), first=names[0],
+        args=", ".join(f"{a['name']}={a['name']}" for a in signature),
         outputs=", ".join(outputs))
 
