@@ -129,9 +129,12 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
     from judge.judging.selftest import run_self_tests
 
     device = detect("cpu")
+    try:
+        reference = Reference(problem, "cpu")
+    except ProblemRuntimeError as exc:
+        return str(exc)
     for test in problem.tests_for("cpu"):
         try:
-            reference = Reference(problem, "cpu")
             reference.case(test, seed=1)
             if reference.draws_differ_in_parallel(test):
                 return (f"{problem.spec.reference}: make_inputs draws other inputs on several "
