@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
-from judge.judging.admission import SubmissionRejected
-from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
+from judge.judging.admission import Admission, SubmissionRejected
+from judge.judging.pipeline import JudgeOptions, JudgingRun, NotRunnable, judge_source
 from judge.judging.rules import check_rules
 from judge.judging.warm import SlotPool, startup_env
-from judge.languages import UnknownLanguage, infer_language
+from judge.languages import UnknownLanguage, get_language, infer_language
 from judge.problem.schema import Problem, self_tests
 from judge.verdicts import Verdict
 from sandbox import Sandbox
@@ -121,8 +121,9 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
         guesses["a constant"] = {positions[n]: v for n, v in medians.items()}
     outcomes = []
     for what, fill in guesses.items():
-        result = judge_source(problem, GUESS.format(fill=fill), language="torch", device=device,
-                              sandbox=sandbox, options=JudgeOptions(timing=False, pool=pool))
+        # the judge's own guess, in torch whatever languages the problem admits
+        result = JudgingRun(problem, GUESS.format(fill=fill), Admission(get_language("torch")),
+                            device, sandbox, JudgeOptions(timing=False, pool=pool)).run()
         refused = result.verdict not in (Verdict.AC, Verdict.SE)
         detail = "" if refused else (
             f"accepted: the checker cannot tell {what} from the reference; " + (
