@@ -114,11 +114,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from judge.problem.schema import ProblemError, load_problem
+    from judge.problem.schema import ProblemError, load_problem, problem_folders
 
-    root = Path(args.dir)
     print(f"{'slug':<20} {'title':<28} {'tests':>5}  languages")
-    for folder in sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()):
+    for folder in problem_folders(Path(args.dir)):
         try:
             problem = load_problem(folder)
         except ProblemError as exc:
@@ -205,10 +204,10 @@ def cmd_image_check(args: argparse.Namespace) -> int:
 
 def _declared_packages(root: Path) -> list[str]:
     """The packages the problems under `root` declare (their references import them)."""
-    from judge.problem.schema import ProblemError, load_problem
+    from judge.problem.schema import ProblemError, load_problem, problem_folders
 
     found: set[str] = set()
-    for folder in sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()):
+    for folder in problem_folders(root):
         try:
             found.update(load_problem(folder).spec.packages)
         except ProblemError:

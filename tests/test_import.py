@@ -3,6 +3,7 @@ that validate, with the baseline AC, inputs from the judge's seed and what does 
 by name. The inputs are small example files in each format (tests/formats), no downloads."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -399,7 +400,8 @@ def test_folders_named_alike_in_one_import_keep_their_parents_names():
     from judge.problem.importers import folder_names
 
     a, b, c = Path("pmpp/conv2d_py"), Path("pmpp_v2/conv2d_py"), Path("pmpp/sort_py")
-    assert folder_names([a, b, c]) == {a: "pmpp_conv2d_py", b: "pmpp_v2_conv2d_py"}
+    assert folder_names("gpumode", [a, b, c]) == {a: "pmpp_conv2d_py", b: "pmpp_v2_conv2d_py",
+                                                  c: "sort_py"}
 
 
 def test_sizes_fit_the_smallest_expression_that_a_further_case_confirms():
@@ -467,3 +469,27 @@ def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_
     weak = strength_outcomes(load_problem(path), cpu, default_sandbox)
     assert [o.status for o in weak] == ["FAIL", "FAIL"], [o.detail for o in weak]
     assert "cannot tell all zeros from the reference" in weak[0].detail
+
+
+def test_an_import_that_hangs_is_refused_with_every_process_it_started(tmp_path):
+    import subprocess
+
+    from judge.judging.importing import ImportRequest, import_many
+
+    corpus = tmp_path / "level"
+    corpus.mkdir()
+    marker = f"{os.getpid() % 1000 + 9000}.5"  # a sleep no other test starts
+    (corpus / "1_Hangs.py").write_text(
+        "import subprocess, time\n"
+        f"subprocess.Popen(['sleep', '{marker}'])\n"
+        "time.sleep(1000)\n")
+    shutil.copy(FORMATS_DIR / "kernelbench" / "94_MSELoss.py", corpus)
+    request = ImportRequest("kernelbench", tmp_path / "out", check=False)
+    outcomes = {Path(o.source).name: o for o in import_many(request, corpus, jobs=2,
+                                                            timeout_s=30)}
+    assert outcomes["1_Hangs.py"].status == "refused"
+    assert "took over 30 s" in outcomes["1_Hangs.py"].detail
+    assert outcomes["94_MSELoss.py"].status == "imported"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["p_94_mseloss"]
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == "", "the hung import's own child outlived it"

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -59,14 +60,15 @@ def import_one(request: ImportRequest, source: Path) -> ImportOutcome:
     from judge.problem.importers.draft import ImportFailure, write
 
     start = time.monotonic()
+    if request.out and (skipped := _skipped(request, source, request.out)):
+        return skipped
     try:
         draft = convert(request.fmt, source)
     except ImportFailure as exc:
         return ImportOutcome(str(source), "refused", detail=str(exc))
     out = request.out or request.root / draft.slug
-    if out.exists() and any(out.iterdir()) and not request.force:
-        return ImportOutcome(str(source), "skipped", str(out),
-                             "already imported (--force imports it again)")
+    if skipped := _skipped(request, source, out):
+        return skipped
     # written and checked aside (same folder name: it is the slug), moved into place if kept
     staging = out.parent / STAGING / out.name
     shutil.rmtree(staging, ignore_errors=True)
@@ -92,6 +94,13 @@ def import_one(request: ImportRequest, source: Path) -> ImportOutcome:
         _remove_if_empty(staging.parent)
     outcome.seconds = round(time.monotonic() - start, 1)
     return outcome
+
+
+def _skipped(request: ImportRequest, source: Path, out: Path) -> ImportOutcome | None:
+    if out.exists() and any(out.iterdir()) and not request.force:
+        return ImportOutcome(str(source), "skipped", str(out),
+                             "already imported (--force imports it again)")
+    return None
 
 
 def _move(staging: Path, out: Path) -> None:
@@ -159,32 +168,46 @@ def import_many(request: ImportRequest, source: Path, jobs: int | None = None,
     from judge.problem.importers import discover, folder_names
 
     sources = discover(request.fmt, source)
-    names = folder_names(sources)
+    names = folder_names(request.fmt, sources)
     jobs = jobs or max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(_in_child, request, s, names.get(s), timeout_s) for s in sources]
+        futures = []
+        for each in sources:
+            out = request.root / names[each]
+            if skipped := _skipped(request, each, out):  # no process started for it
+                yield skipped
+            else:
+                futures.append(pool.submit(_in_child, request, each, out, timeout_s))
         for future in as_completed(futures):
             yield future.result()
 
 
-def _in_child(request: ImportRequest, source: Path, name: str | None,
+def _in_child(request: ImportRequest, source: Path, out: Path,
               timeout_s: float) -> ImportOutcome:
-    out = request.root / name if name else None
-    args = {**asdict(request), "root": str(request.root), "out": str(out) if out else None}
+    args = {**asdict(request), "root": str(request.root), "out": str(out)}
     start = time.monotonic()
-    try:
-        done = subprocess.run([sys.executable, "-m", __name__, json.dumps(args), str(source)],
-                              capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:  # its staging folder is removed by the next import
-        return ImportOutcome(str(source), "refused", detail=f"took over {timeout_s:.0f} s",
-                             seconds=timeout_s)
-    last = done.stdout.strip().splitlines()[-1:] or [""]
+    # a session of its own: on a timeout the import goes with every process it started
+    with subprocess.Popen([sys.executable, "-m", __name__, json.dumps(args), str(source)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            staging = out.parent / STAGING / out.name
+            shutil.rmtree(staging, ignore_errors=True)
+            _remove_if_empty(staging.parent)
+            return ImportOutcome(str(source), "refused", detail=f"took over {timeout_s:.0f} s",
+                                 seconds=timeout_s)
+    last = stdout.strip().splitlines()[-1:] or [""]
     try:
         return ImportOutcome(**json.loads(last[0]))
     except (ValueError, TypeError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return ImportOutcome(str(source), "refused", detail=f"the import crashed (exit "
-                             f"{done.returncode}): {tail}",
+                             f"{child.returncode}): {tail}",
                              seconds=round(time.monotonic() - start, 1))
 
 

@@ -406,6 +406,12 @@ def folder_hash(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def problem_folders(root: Path) -> list[Path]:
+    """The problem folders directly under `root` (each holds a problem.yaml), by name."""
+    return sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()) \
+        if root.is_dir() else []
+
+
 def load_problem(path: str | Path) -> Problem:
     """Load and statically validate a problem folder; raise ProblemError listing every issue."""
     path = Path(path).resolve()

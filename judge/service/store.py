@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 import judge
 from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
-from judge.problem.schema import ProblemError, load_problem
+from judge.problem.schema import ProblemError, load_problem, problem_folders
 from judge.service import metrics
 from judge.service.models import (
     Contest,
@@ -73,10 +73,7 @@ def sync_problems(s: Session, settings: Settings) -> dict[str, list[str]]:
     """Load every folder under the problems directory; returns the issues of invalid ones."""
     invalid: dict[str, list[str]] = {}
     seen = set()
-    root = settings.problems_dir
-    folders = sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()) \
-        if root.is_dir() else []
-    for folder in folders:
+    for folder in problem_folders(settings.problems_dir):
         try:
             problem = load_problem(folder)
         except ProblemError as exc:

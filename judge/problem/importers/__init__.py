@@ -1,6 +1,7 @@
 """`kjudge problem import --from FORMAT SOURCE`: problem folders from the formats organizers
 already keep problems in. One module per format, each defining FORMAT (what it reads),
-`convert(source) -> Draft` (draft.py) and `discover(folder)` (the problems a folder holds); the
+`convert(source) -> Draft` (draft.py), `discover(folder)` (the problems a folder holds) and
+`slug_for(source)` (the slug its Draft will take, read without running the format's code); the
 list of formats is this package's modules. Nothing is imported until a format is used (the CLI
 lists them at every start). judge/judging/importing.py checks and keeps what converts."""
 
@@ -42,14 +43,16 @@ def discover(fmt: str, source: Path) -> list[Path]:
     return sorted(module.discover(source))
 
 
-def folder_names(sources: list[Path]) -> dict[Path, str]:
-    """Folder names for sources whose own names would collide (pmpp/conv2d_py and
-    pmpp_v2/conv2d_py): the parent folder's name joins theirs."""
+def folder_names(fmt: str, sources: list[Path]) -> dict[Path, str]:
+    """Each source's folder name, known before it is converted: its slug, or where two slugs
+    collide (pmpp/conv2d_py and pmpp_v2/conv2d_py) the parent folder's name joined to it."""
     from judge.problem.importers.draft import slug_of
 
-    counts = Counter(slug_of(s.stem) for s in sources)
-    return {s: slug_of(f"{s.parent.name}_{s.stem}") for s in sources
-            if counts[slug_of(s.stem)] > 1}
+    module = _format(fmt)
+    slugs = {s: module.slug_for(s) for s in sources}
+    counts = Counter(slugs.values())
+    return {s: slug if counts[slug] == 1 else slug_of(f"{s.parent.name}_{slug}")
+            for s, slug in slugs.items()}
 
 
 def import_problem(fmt: str, source: Path, out: Path | None, root: Path):

@@ -52,6 +52,15 @@ def discover(folder: Path) -> list[Path]:
             if not {"solutions", "workloads", "traces"} & set(p.relative_to(folder).parts)]
 
 
+def slug_for(source: Path) -> str:
+    """The definition's name (its file's stem where it cannot be read: convert says why)."""
+    try:
+        found = json.loads(source.read_text()).get("name")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    return slug_of(found if isinstance(found, str) else source.stem)
+
+
 def convert(source: Path) -> Draft:
     file = source.name
     try:

@@ -53,6 +53,10 @@ def discover(folder: Path) -> list[Path]:
     return [task.parent for task in folder.rglob("task.yml")]
 
 
+def slug_for(source: Path) -> str:
+    return slug_of((source.parent if source.is_file() else source).name)
+
+
 def convert(source: Path) -> Draft:
     folder = source if source.is_dir() else source.parent
     task_file = folder / "task.yml"
@@ -82,7 +86,7 @@ def convert(source: Path) -> Draft:
     if not gpu_only and not any("cpu" in p["devices"] for p in points):
         todos.append("no test small enough for a CPU point: add one with devices: [cpu]")
     return Draft(
-        slug=slug_of(folder.name), title=folder.name, source_format=FORMAT,
+        slug=slug_for(folder), title=folder.name, source_format=FORMAT,
         signature=signature, tests=points, tolerance=tolerance, checker=checker,
         tolerance_note=note, reference=_reference(code, module, signature, names),
         baseline=_baseline(code, module, signature, names),

@@ -43,6 +43,10 @@ def discover(folder: Path) -> list[Path]:
     return [folder] if folder.is_file() else list(folder.glob("*.py"))
 
 
+def slug_for(source: Path) -> str:
+    return slug_of(source.stem)
+
+
 def convert(source: Path) -> Draft:
     if source.is_dir() or source.suffix != ".py":
         raise ImportFailure(str(source), "", "not a KernelBench problem file (.py)")
@@ -87,7 +91,7 @@ def convert(source: Path) -> Draft:
                          f"are about {typical:.2g} (90th percentile of |out| at the CPU point), "
                          "where an answer of zeros would pass the format's tolerance.")
     return Draft(
-        slug=slug_of(source.stem), title=source.stem, source_format=FORMAT,
+        slug=slug_for(source), title=source.stem, source_format=FORMAT,
         signature=signature, tests=tests,
         tolerance={"rtol": tol, "atol": atol, "matched_ratio": 1.0}, checker="allclose",
         tolerance_note=(
