@@ -493,3 +493,30 @@ def test_an_import_that_hangs_is_refused_with_every_process_it_started(tmp_path)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["p_94_mseloss"]
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == "", "the hung import's own child outlived it"
+
+
+def test_a_tuple_whose_dict_changes_keys_is_refused_before_the_next_test_is_drawn(tmp_path):
+    """amd/moe's weights dict has a key per expert: drawing every test first took minutes."""
+    folder = tmp_path / "moe_py"
+    folder.mkdir()
+    shutil.copy(FORMATS_DIR / "gpumode" / "utils.py", tmp_path)
+    (folder / "task.yml").write_text(
+        'files:\n  - {"name": "submission.py", "source": "@SUBMISSION@"}\n'
+        '  - {"name": "utils.py", "source": "../utils.py"}\n'
+        '  - {"name": "reference.py", "source": "reference.py"}\nlang: "py"\n'
+        'tests:\n  - {"experts": 2, "seed": 1}\n  - {"experts": 3, "seed": 2}\n'
+        '  - {"experts": 99, "seed": 3}\n')
+    (folder / "reference.py").write_text(
+        "import torch\n\n\n"
+        "def ref_kernel(data):\n    x, weights = data\n"
+        "    return sum(x @ w for w in weights.values())\n\n\n"
+        "def generate_input(experts, seed):\n"
+        "    if experts > 50:\n        raise RuntimeError('drew the large test')\n"
+        "    gen = torch.Generator(device='cuda').manual_seed(seed)\n"
+        "    x = torch.randn(4, 8, device='cuda', generator=gen)\n"
+        "    return x, {f'expert{i}': torch.randn(8, 8, device='cuda', generator=gen)\n"
+        "               for i in range(experts)}\n")
+    with pytest.raises(ImportFailure) as refused:
+        import_problem("gpumode", folder, None, tmp_path / "out")
+    assert "element 1 (weights)" in str(refused.value)
+    assert "a dict's keys change" in str(refused.value)

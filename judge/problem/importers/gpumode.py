@@ -73,10 +73,13 @@ def convert(source: Path) -> Draft:
     module.kjudge_source, module.kjudge_gpu_only = files["reference.py"].read_text(), ""
     tests = _cases(task, "tests")
     benchmarks = _cases(task, "benchmarks", required=False)
-    probes = [_probe(module, case) for case in tests]
+    probes = [_probe(module, tests[0])]
+    names = _tuple_names(files["reference.py"], len(probes[0][0]))
+    for case in tests[1:]:  # a tuple that changes kind is refused before the next is drawn
+        probes.append(_probe(module, case))
+        _same_kinds(probes, names)
     params = [k for k, v in tests[0].items() if k != "seed" and isinstance(v, int)]
-    structure, probes, names = _flatten(
-        probes, _tuple_names(files["reference.py"], len(probes[0][0])), tests, params)
+    structure, probes, names = _flatten(probes, names, tests, params)
     module.kjudge_structure = structure
     signature = _signature(probes, tests, names, params)
     gpu_only = module.kjudge_gpu_only or _cpu_failure(module, tests, probes)
@@ -243,21 +246,16 @@ def _flatten(probes, names: list[str], cases: list[dict], params: list[str]):
     test."""
     import torch
 
+    _same_kinds(probes, names)
     structure, leaves = [], []
     for i, name in enumerate(names):
         items = [probe[0][i] for probe in probes]
-        if all(isinstance(x, torch.Tensor) for x in items):
+        if isinstance(items[0], torch.Tensor):
             structure.append(("t", name))
             leaves.append(name)
             continue
-        keys = list(items[0]) if isinstance(items[0], dict) else None
-        if keys is None or any(not isinstance(x, dict) or list(x) != keys for x in items):
-            raise ImportFailure("reference.py", "generate_input",
-                                f"element {i} ({name}) is not the same kind of value in every "
-                                "test (a dict's keys change with the sizes)",
-                                "write the folder by hand")
         spec = []
-        for key in keys:
+        for key in items[0]:
             values = [x[key] for x in items]
             if all(isinstance(v, torch.Tensor) for v in values):
                 leaf = slug_of(f"{name}_{key}")
@@ -284,6 +282,20 @@ def _flatten(probes, names: list[str], cases: list[dict], params: list[str]):
         flat.append((tuple(tensors), result,
                      [position.get(i) if i is not None else None for i in in_place]))
     return structure, flat, leaves
+
+
+def _same_kinds(probes, names: list[str]) -> None:
+    """Each element of the tuple is a tensor in every test, or a dict with the same keys."""
+    import torch
+
+    for i, name in enumerate(names):
+        kinds = {"a tensor" if isinstance(x, torch.Tensor) else tuple(x)
+                 for x in (probe[0][i] for probe in probes)}
+        if len(kinds) > 1:
+            raise ImportFailure("reference.py", "generate_input",
+                                f"element {i} ({name}) is not the same kind of value in every "
+                                "test (a dict's keys change with the sizes)",
+                                "write the folder by hand")
 
 
 def _cpu_failure(module: types.ModuleType, tests: list[dict], probes) -> str:
