@@ -7,8 +7,10 @@ with GPU points only, counted apart.
     git clone https://github.com/ScalingIntelligence/KernelBench /tmp/KernelBench
     git clone https://github.com/gpu-mode/reference-kernels /tmp/reference-kernels
     python bench/corpora.py --kernelbench /tmp/KernelBench --gpumode /tmp/reference-kernels \
-        [--levels 1,2,3] [--jobs 2] [--sandbox bwrap] [--write]
+        [--levels 1,2,3] [--jobs 2] [--sandbox bwrap] [--results corpora.jsonl] [--write]
 
+With --results, each outcome is appended to that file as it finishes and a run again imports
+only what the file lacks (a run spread over several sittings; delete the file to start over).
 The corpora stay outside the repository. In scope: single-GPU problems whose dtypes the judge
 has (a task.yml with multi_gpu, or a dtype refused as having no counterpart, is out of scope);
 every refusal is listed with its reason.
@@ -17,10 +19,11 @@ every refusal is listed with its reason.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.judging.importing import ImportOutcome, ImportRequest, import_many  # noqa: E402
+from judge.problem.importers import discover  # noqa: E402
 
 # what a refusal says when the problem is out of scope: several GPUs, a dtype this judge does
 # not have (AMD's fnuz fp8), a package only AMD GPUs have, an interface of its own (two entry
@@ -53,14 +57,27 @@ def commit(path: Path) -> str:
     return done.stdout.strip() or "(not a git checkout)"
 
 
-def run_section(fmt: str, folder: Path, args) -> list[ImportOutcome]:
+def run_section(name: str, fmt: str, folder: Path, args) -> list[ImportOutcome]:
+    sources = discover(fmt, folder)
+    done = [o for o in saved(args.results, name) if Path(o.source) in sources]
+    pending = [s for s in sources if s not in {Path(o.source) for o in done}]
     with tempfile.TemporaryDirectory(prefix="kjudge-corpus-") as out:
         request = ImportRequest(fmt, Path(out), sandbox=args.sandbox)
-        outcomes = []
-        for outcome in import_many(request, folder, jobs=args.jobs):
+        for outcome in import_many(request, pending, jobs=args.jobs):
             print(outcome.line()[:300], flush=True)
-            outcomes.append(outcome)
-    return outcomes
+            done.append(outcome)
+            if args.results:
+                with open(args.results, "a") as file:
+                    file.write(json.dumps({"section": name, **asdict(outcome)}) + "\n")
+    return done
+
+
+def saved(results: str | None, section: str) -> list[ImportOutcome]:
+    if not results or not Path(results).is_file():
+        return []
+    rows = [json.loads(line) for line in Path(results).read_text().splitlines() if line]
+    return [ImportOutcome(**{k: v for k, v in row.items() if k != "section"})
+            for row in rows if row["section"] == section]
 
 
 def in_scope(outcome: ImportOutcome) -> bool:
@@ -102,15 +119,17 @@ def main() -> None:
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--results", help="a JSONL file of outcomes: appended, and resumed from")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args()
-    start = time.monotonic()
-    results = [(name, run_section(fmt, folder, args)) for name, fmt, folder in sections(args)]
+    results = [(name, run_section(name, fmt, folder, args))
+               for name, fmt, folder in sections(args)]
+    busy = sum(o.seconds for _, outcomes in results for o in outcomes)
     commits = ", ".join(f"{Path(p).name} {commit(Path(p))}"
                         for p in (args.kernelbench, args.gpumode) if p)
     block = (f"`python bench/corpora.py --kernelbench KernelBench --gpumode reference-kernels "
              f"--levels {args.levels} --jobs {args.jobs} --sandbox {args.sandbox}` ({commits}; "
-             f"{time.monotonic() - start:.0f} s on this machine)\n\n" + table(results)
+             f"{busy / 60:.0f} min of imports on this machine, {args.jobs} at a time)\n\n" + table(results)
              + "\n\nNot imported, and why:\n\n" + refusals(results))
     report_section("corpora", "Public corpora imported", block, write=args.write)
 

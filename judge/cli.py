@@ -166,7 +166,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if request.out is not None:
         raise BadInput(f"{args.source} holds {len(sources)} problems: --out names one folder; "
                        "use --dir")
-    outcomes = report(import_many(request, source, jobs=args.jobs), print)
+    outcomes = report(import_many(request, sources, jobs=args.jobs), print)
     print(f"{len(outcomes)} problems: {summary(outcomes)}")
     return EXIT_FAIL if any(o.status == "refused" for o in outcomes) else EXIT_OK
 

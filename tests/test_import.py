@@ -475,6 +475,7 @@ def test_an_import_that_hangs_is_refused_with_every_process_it_started(tmp_path)
     import subprocess
 
     from judge.judging.importing import ImportRequest, import_many
+    from judge.problem.importers import discover
 
     corpus = tmp_path / "level"
     corpus.mkdir()
@@ -485,8 +486,9 @@ def test_an_import_that_hangs_is_refused_with_every_process_it_started(tmp_path)
         "time.sleep(1000)\n")
     shutil.copy(FORMATS_DIR / "kernelbench" / "94_MSELoss.py", corpus)
     request = ImportRequest("kernelbench", tmp_path / "out", check=False)
-    outcomes = {Path(o.source).name: o for o in import_many(request, corpus, jobs=2,
-                                                            timeout_s=30)}
+    sources = discover("kernelbench", corpus)
+    outcomes = {Path(o.source).name: o
+                for o in import_many(request, sources, jobs=2, timeout_s=30)}
     assert outcomes["1_Hangs.py"].status == "refused"
     assert "took over 30 s" in outcomes["1_Hangs.py"].detail
     assert outcomes["94_MSELoss.py"].status == "imported"

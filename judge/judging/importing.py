@@ -161,13 +161,12 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
     return ""
 
 
-def import_many(request: ImportRequest, source: Path, jobs: int | None = None,
+def import_many(request: ImportRequest, sources: list[Path], jobs: int | None = None,
                 timeout_s: float = IMPORT_TIMEOUT_S) -> Iterator[ImportOutcome]:
-    """Every problem `source` holds, `jobs` at a time, each in its own process: outcomes in the
-    order they finish."""
-    from judge.problem.importers import discover, folder_names
+    """Each of `sources` (what the format's `discover` found), `jobs` at a time, each in its
+    own process: outcomes in the order they finish."""
+    from judge.problem.importers import folder_names
 
-    sources = discover(request.fmt, source)
     names = folder_names(request.fmt, sources)
     jobs = jobs or max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(jobs) as pool:
