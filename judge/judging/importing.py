@@ -198,8 +198,9 @@ def _in_child(request: ImportRequest, source: Path, out: Path,
             staging = out.parent / STAGING / out.name
             shutil.rmtree(staging, ignore_errors=True)
             _remove_if_empty(staging.parent)
-            return ImportOutcome(str(source), "refused", detail=f"took over {timeout_s:.0f} s",
-                                 seconds=timeout_s)
+            return ImportOutcome(str(source), "refused", seconds=timeout_s, detail=(
+                f"took over {timeout_s:.0f} s (fix: import it alone, then with --no-check, to "
+                "see whether the format's code or the baseline's judging is slow)"))
     last = stdout.strip().splitlines()[-1:] or [""]
     try:
         return ImportOutcome(**json.loads(last[0]))
