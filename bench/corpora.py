@@ -13,7 +13,10 @@ With --results, each outcome is appended to that file as it finishes and a run a
 only what the file lacks (a run spread over several sittings; delete the file to start over).
 The corpora stay outside the repository. In scope: single-GPU problems whose dtypes the judge
 has (a task.yml with multi_gpu, or a dtype refused as having no counterpart, is out of scope);
-every refusal is listed with its reason.
+every refusal is listed with its reason. A problem no kernel can be judged on (its reference one
+value throughout, or moving beyond the tolerance with the order of its own sums) is counted
+apart. A reference's packages (einops for level 3's Mamba2) must be installed where the judge
+runs, as the refusal says.
 """
 
 from __future__ import annotations
@@ -30,14 +33,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
-from judge.judging.importing import ImportOutcome, ImportRequest, import_many  # noqa: E402
+from judge.judging.importing import (  # noqa: E402
+    ILL_CONDITIONED,
+    ImportOutcome,
+    ImportRequest,
+    import_many,
+)
 from judge.problem.importers import discover  # noqa: E402
 
 # what a refusal says when the problem is out of scope: several GPUs, a dtype this judge does
 # not have (AMD's fnuz fp8), a package only AMD GPUs have, an interface of its own (two entry
 # points and its own eval.py instead of custom_kernel)
 OUT_OF_SCOPE = ("multi_gpu", "has no counterpart here", "imports aiter", "not the format's")
-DEGENERATE = "one value throughout"  # the reference's outputs: any constant kernel passes
+# a problem no kernel can be judged on: its reference one value throughout (any constant passes),
+# or moving beyond the tolerance with the order of its own sums
+UNJUDGEABLE = ("one value throughout", ILL_CONDITIONED)
 
 
 def sections(args) -> list[tuple[str, str, Path]]:
@@ -82,16 +92,17 @@ def saved(results: str | None, section: str) -> list[ImportOutcome]:
 
 def in_scope(outcome: ImportOutcome) -> bool:
     return not (outcome.status == "refused"
-                and any(w in outcome.detail for w in (*OUT_OF_SCOPE, DEGENERATE)))
+                and any(w in outcome.detail for w in (*OUT_OF_SCOPE, *UNJUDGEABLE)))
 
 
 def table(results: list[tuple[str, list[ImportOutcome]]]) -> str:
-    lines = ["| corpus | problems | out of scope | degenerate | in scope | imported | of which "
-             "GPU points only | refused | rate | median s a problem |",
+    lines = ["| corpus | problems | out of scope | degenerate or ill-conditioned | in scope | "
+             "imported | of which GPU points only | refused | rate | median s a problem |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, outcomes in results:
         scoped = [o for o in outcomes if in_scope(o)]
-        degenerate = sum(DEGENERATE in o.detail for o in outcomes if o.status == "refused")
+        degenerate = sum(any(w in o.detail for w in UNJUDGEABLE) for o in outcomes
+                         if o.status == "refused")
         ok = [o for o in scoped if o.status == "imported"]
         gpu_only = sum("GPU points only" in o.detail for o in ok)
         seconds = sorted(o.seconds for o in outcomes) or [0.0]
@@ -107,7 +118,8 @@ def refusals(results: list[tuple[str, list[ImportOutcome]]]) -> str:
     for name, outcomes in results:
         for o in sorted(outcomes, key=lambda o: o.source):
             if o.status != "imported":
-                scope = "" if in_scope(o) else " (out of scope)"
+                scope = "" if in_scope(o) else " (unjudgeable)" if any(
+                    w in o.detail for w in UNJUDGEABLE) else " (out of scope)"
                 lines.append(f"- {name}: `{Path(o.source).name}`{scope}: {o.detail[:400]}")
     return "\n".join(lines) or "- none"
 

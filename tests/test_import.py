@@ -523,3 +523,23 @@ def test_a_tuple_whose_dict_changes_keys_is_refused_before_the_next_test_is_draw
         import_problem("gpumode", folder, None, tmp_path / "out")
     assert "element 1 (weights)" in str(refused.value)
     assert "a dict's keys change" in str(refused.value)
+
+
+def test_a_reference_that_disagrees_with_itself_across_thread_counts_is_named(tmp_path):
+    """KernelBench's EfficientNetB2 (BatchNorm over two values after pooling to 1 x 1) moves by
+    ~1 between one thread and two: its own baseline is WA, and the refusal says why. Here a
+    model whose sums change with the thread count by construction."""
+    from judge.judging.importing import _order_sensitivity
+
+    for name, body, ill in (("1_Threads.py", "x * torch.get_num_threads()", True),
+                            ("2_Steady.py", "x * 2.0", False)):
+        (tmp_path / name).write_text(
+            "import torch\n\n\nclass Model(torch.nn.Module):\n"
+            f"    def forward(self, x):\n        return {body}\n\n\n"
+            "def get_inputs():\n    return [torch.rand(4, 8)]\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+        path, _ = import_problem("kernelbench", tmp_path / name, None, tmp_path / "out")
+        problem = load_problem(path)
+        why = _order_sensitivity(problem, Reference(problem, "cpu"), problem.tests_for("cpu")[0])
+        assert ("disagrees with itself" in why and "ill-conditioned" in why) is ill, why
+        assert bool(why) is ill

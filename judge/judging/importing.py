@@ -136,6 +136,7 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
     from judge.host.sandbox import sandbox_for
     from judge.judging.reference import ProblemRuntimeError, Reference
     from judge.judging.selftest import run_self_tests
+    from judge.verdicts import Verdict
 
     device = detect("cpu")
     try:
@@ -153,12 +154,48 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
             return f"the reference fails on the CPU test point {test.name}: {exc}"
     outcomes = run_self_tests(problem, device, sandbox_for(device, sandbox_name), timing=False)
     failed = [o for o in outcomes if o.status == "FAIL"]
+    if any(o.expected is Verdict.AC and o.got is Verdict.WA for o in failed):
+        for test in problem.tests_for("cpu"):
+            if why := _order_sensitivity(problem, reference, test):
+                return why
     if failed:
         return "; ".join(f"{o.path} expected {o.expected.value}, got "
                          f"{o.got.value if o.got else '-'}: {o.detail}" for o in failed)
     if not any(o.status == "ok" and o.got is not None for o in outcomes):
         return "no self-test ran on the CPU"
     return ""
+
+
+ILL_CONDITIONED = "disagrees with itself"  # bench/corpora.py counts these apart
+
+
+def _order_sensitivity(problem, reference, test) -> str:
+    """Why the reference cannot judge anything ('' when it can): its own outputs move beyond
+    the tolerance when its sums run in another order (one thread against several), as
+    KernelBench's EfficientNetB2 does (BatchNorm over two values after pooling to 1 x 1)."""
+    import torch
+
+    from checkers import check_outputs, get_checker
+
+    threads, several = torch.get_num_threads(), max(torch.get_num_threads(), 2)
+    expected = {}
+    try:
+        for count in (several, 1):
+            torch.set_num_threads(count)
+            inputs = reference.inputs(test, seed=1)
+            expected[count] = reference.expected(test, inputs)
+    finally:
+        torch.set_num_threads(threads)
+    tol = problem.spec.tolerance
+    report = check_outputs(get_checker(problem.spec.checker, problem.path), expected[1],
+                           expected[several], inputs, rtol=tol.rtol, atol=tol.atol,
+                           matched_ratio=tol.matched_ratio)
+    if report.passed:
+        return ""
+    return (f"the reference {ILL_CONDITIONED} at {test.name} when its sums run in another order "
+            f"(one thread against {several}: {report.message}): the problem is "
+            "ill-conditioned at these sizes and no kernel can be judged against it (fix: "
+            "change the model or its sizes in the source)")
 
 
 def import_many(request: ImportRequest, sources: list[Path], jobs: int | None = None,
