@@ -200,9 +200,14 @@ def _probe(module: types.ModuleType, case: dict):
     for i, item in enumerate(data):
         if not (isinstance(item, torch.Tensor) or isinstance(item, dict) and all(
                 isinstance(v, (torch.Tensor, *LEAF_VALUES)) for v in item.values())):
+            kind = type(item).__name__
+            if isinstance(item, (list, tuple)):
+                kind += (f" of {len(item)}: run_kernel takes a fixed set of tensors, and a list "
+                         "as long as the test says (a group GEMM's groups) does not map")
             raise ImportFailure("reference.py", "generate_input",
-                                f"element {i} of its tuple is a {type(item).__name__}",
-                                "give ref_kernel tensors, and dicts of tensors and numbers")
+                                f"element {i} of its tuple is a {kind}",
+                                "give ref_kernel tensors, and dicts of tensors and numbers, or "
+                                "write the folder by hand")
     module.DEVICE = "meta"
     meta = tuple(_on(x, "meta") for x in data)
     try:
