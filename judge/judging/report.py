@@ -113,13 +113,17 @@ def csv_rows(result: JudgeResult) -> list[dict]:
     return rows
 
 
-def write_csv(result: JudgeResult, path: Path) -> None:
+def csv_text(result: JudgeResult) -> str:
     rows = csv_rows(result)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["schema_version"])
     writer.writeheader()
     writer.writerows(rows)
-    path.write_text(buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_csv(result: JudgeResult, path: Path) -> None:
+    path.write_text(csv_text(result))
 
 
 # -- comparison of two judgings ------------------------------------------------------------
@@ -189,3 +193,24 @@ def compare_markdown(rows: list[Row]) -> str:
 
 def compare_exit_code(rows: list[Row]) -> int:
     return 1 if any(r.status in ("regression", "candidate_failed") for r in rows) else 0
+
+
+def side_by_side(first: dict, second: dict) -> str:
+    """Two submission records per test point: verdicts, times and speedups side by side, the
+    change in time, and their totals (what the compare page shows)."""
+    a, b = ({t["name"]: t for t in record.get("tests") or []} for record in (first, second))
+    x, y = f"#{first.get('id')}", f"#{second.get('id')}"
+    lines = [f"| test point | {x} | {x} ms | {x} speedup | {y} | {y} ms | {y} speedup | change |",
+             "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |"]
+
+    def cells(point: dict) -> str:
+        return (f"{point.get('verdict') or '-'} | {_num(point.get('time_ms'))} | "
+                f"{_num(point.get('speedup'))}")
+
+    for name in [*a, *(n for n in b if n not in a)]:
+        p, q = a.get(name, {}), b.get(name, {})
+        change = Row(name, "", p.get("time_ms"), q.get("time_ms")).change
+        lines.append(f"| {name} | {cells(p)} | {cells(q)} | "
+                     f"{f'{change:+.1%}' if change is not None else '-'} |")
+    lines.append(f"| total | {cells(first)} | {cells(second)} | |")
+    return "\n".join(lines)

@@ -26,7 +26,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, object_session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judge.judging import report
 from judge.judging.guard import GuardReport
+from judge.judging.record import JudgeResult
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
@@ -425,6 +427,16 @@ def _routes(app: FastAPI) -> None:
         if highlight:
             view["source_html"] = highlight_source(view["source"], view["language"])
         return view
+
+    @app.get("/api/submissions/{submission_id}/results.csv")
+    def submission_csv(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
+        """The current result per test point, in `kjudge judge --csv`'s schema, made from the
+        view the submission's page shows (a contestant's secret points: name and verdict)."""
+        view = submission_view(store.get_submission(s, user, submission_id), user,
+                               with_source=False)
+        return Response(report.csv_text(JudgeResult.from_dict(view)), media_type="text/csv",
+                        headers={"Content-Disposition":
+                                 f'attachment; filename="submission-{submission_id}.csv"'})
 
     @app.get("/api/submissions")
     def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,

@@ -121,7 +121,16 @@ def _record_table(record: dict) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     client = _client(args)
     record = client.call("GET", f"/api/submissions/{args.id}").json()
-    if args.json:
+    if args.csv:
+        Path(args.csv).write_text(client.call("GET", f"/api/submissions/{args.id}/results.csv")
+                                  .text)
+        print(f"submission {args.id}: {len(record.get('tests') or [])} test points -> {args.csv}")
+    elif args.compare is not None:
+        from judge.judging import report
+
+        other = client.call("GET", f"/api/submissions/{args.compare}").json()
+        print(report.side_by_side(record, other))
+    elif args.json:
         print(json.dumps(record, indent=2, default=str))
     elif record["verdict"]:
         print(_record_table(record))
@@ -220,7 +229,11 @@ def register(sub) -> None:
 
     st = sub.add_parser("status", help="a submission's record")
     st.add_argument("id", type=int)
-    st.add_argument("--json", action="store_true")
+    shown = st.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true")
+    shown.add_argument("--compare", type=int, metavar="OTHER",
+                       help="per test point beside another submission: verdicts, ms, speedups")
+    shown.add_argument("--csv", metavar="FILE", help="its results per test point as CSV")
     client_args(st)
     st.set_defaults(func=cmd_status)
 

@@ -3,6 +3,9 @@ embedded broker; judgings are finished through the service as a worker would."""
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -367,3 +370,18 @@ def test_a_decision_carries_to_a_rejudge_only_for_the_same_source_findings_or_a_
     assert _board(api) == {"alice": 300.0}
     rejudge_with(cleared, [guard, CHARGED])  # a new measurement's finding: reviewed afresh
     assert _board(api) == {}
+
+
+def test_a_submissions_results_download_as_csv_showing_what_its_page_shows(api):
+    created = post_submission(api).json()
+    finish(api, created["judging_id"])
+    url = f"/api/submissions/{created['id']}/results.csv"
+    mine = api.get(url, headers=auth(api, "alice"))
+    assert mine.status_code == 200 and mine.headers["content-type"].startswith("text/csv")
+    assert f"submission-{created['id']}.csv" in mine.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(mine.text)))
+    assert [(r["case"], r["status"]) for r in rows] == [("tiny", "ok"), ("big", "ok")]
+    assert rows[0]["time_ms"] == "0.1" and rows[1]["time_ms"] == ""  # a secret point's time
+    admin = list(csv.DictReader(io.StringIO(api.get(url, headers=auth(api, "admin")).text)))
+    assert admin[1]["time_ms"] == "2.0"
+    assert api.get(url, headers=auth(api, "bob")).status_code == 404

@@ -102,6 +102,14 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     record = json.loads(status.stdout)
     assert record["verdict"] == "AC" and "timing" in record["phases"]
     assert record["wall_s"] > 0 and record["memory_measure"]
+    beside = subprocess.run([sys.executable, "-m", "judge.cli", "status", sid, "--compare", sid],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert beside.returncode == 0, beside.stderr
+    assert f"| #{sid} speedup |" in beside.stdout and "| n1048576 | AC |" in beside.stdout
+    csv_file = tmp_path / "mine.csv"
+    saved = subprocess.run([sys.executable, "-m", "judge.cli", "status", sid, "--csv", csv_file],
+                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert saved.returncode == 0 and csv_file.read_text().startswith("schema_version,")
     export = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "csv"],
                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert export.returncode == 0 and "vector_add" in export.stdout

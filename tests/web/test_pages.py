@@ -216,6 +216,15 @@ def test_contestant_submits_and_reads_the_reports(browser, stack):
     page.goto(stack.url + f"/#/compare/{ids[1]}/{ids[0]}")
     page.wait_for_selector("h1:has-text('vs')")
     assert "n1048576" in page.inner_text("main") and "WA" in page.inner_text("main")
+    assert page.locator("#side-by-side th:has-text('speedup')").count() == 2
+    assert f"kjudge status {ids[1]} --compare {ids[0]}" in page.inner_text("main")
+    # the accepted one's results, downloaded as CSV (the cookie signs the download in)
+    page.goto(stack.url + f"/#/submissions/{ids[1]}")
+    page.wait_for_selector("#csv")
+    with page.expect_download() as download:
+        page.click("#csv")
+    text = Path(download.value.path()).read_text()
+    assert text.startswith("schema_version,") and "n1048576" in text and ",ok," in text
     assert page.errors == []
     page.close()
 

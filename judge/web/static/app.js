@@ -459,6 +459,7 @@ async function submissionPage(id) {
         + `for development only): this result must not count in a contest.</p>` : ""}
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
       <h2>Special judge report</h2>${testsTable(r.tests || [])}
+      <p><a id="csv" href="/api/submissions/${r.id}/results.csv" download>Download as CSV</a></p>
       ${speedupChart(r.tests || [])}
       ${r.applied ? appliedPanel(r) : ""}
       <h2>Judging history</h2><table><tr><th>judging</th><th>verdict</th><th class="num">score</th>
@@ -485,15 +486,19 @@ async function comparePage(a, b) {
   const names = [...new Set([...(x.tests || []), ...(y.tests || [])].map((t) => t.name))];
   const find = (r, n) => (r.tests || []).find((t) => t.name === n) || {};
   view().innerHTML = `<h1>#${x.id} (${esc(x.language)}) vs #${y.id} (${esc(y.language)})</h1>
-    <table><tr><th>test point</th><th>#${x.id}</th><th class="num">ms</th><th>#${y.id}</th>
-      <th class="num">ms</th><th class="num">change</th></tr>
+    <table id="side-by-side"><tr><th>test point</th><th>#${x.id}</th><th class="num">ms</th>
+      <th class="num">speedup</th><th>#${y.id}</th><th class="num">ms</th><th class="num">speedup</th>
+      <th class="num">change</th></tr>
     ${names.map((n) => { const p = find(x, n), q = find(y, n);
       const change = typeof p.time_ms === "number" && typeof q.time_ms === "number"
         ? `${((q.time_ms / p.time_ms - 1) * 100).toFixed(1)}%` : "–";
       return `<tr><td>${esc(n)}</td><td>${verdict(p.verdict)}</td><td class="num">${num(p.time_ms)}</td>
-        <td>${verdict(q.verdict)}</td><td class="num">${num(q.time_ms)}</td><td class="num">${change}</td></tr>`; }).join("")}
+        <td class="num">${num(p.speedup)}</td><td>${verdict(q.verdict)}</td><td class="num">${num(q.time_ms)}</td>
+        <td class="num">${num(q.speedup)}</td><td class="num">${change}</td></tr>`; }).join("")}
     <tr><th>total</th><td>${verdict(x.verdict)}</td><td class="num">${num(x.time_ms)}</td>
-      <td>${verdict(y.verdict)}</td><td class="num">${num(y.time_ms)}</td><td></td></tr></table>`;
+      <td class="num">${num(x.speedup)}</td><td>${verdict(y.verdict)}</td><td class="num">${num(y.time_ms)}</td>
+      <td class="num">${num(y.speedup)}</td><td></td></tr></table>
+    <p class="muted">From the command line: <code>kjudge status ${x.id} --compare ${y.id}</code></p>`;
 }
 
 // Each leading row's total over the contest, as steps (from the board's `series`).
