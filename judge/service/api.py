@@ -423,7 +423,10 @@ def _routes(app: FastAPI) -> None:
     @app.get("/api/submissions/{submission_id}")
     def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
                        highlight: bool = False) -> dict:
-        view = submission_view(store.get_submission(s, user, submission_id), user)
+        submission = store.get_submission(s, user, submission_id)
+        view = submission_view(submission, user)
+        latest = store.latest_judging(submission)
+        view["queue"] = store.queue_place(s, latest) if latest else None
         if highlight:
             view["source_html"] = highlight_source(view["source"], view["language"])
         return view

@@ -99,9 +99,9 @@ def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
     last = None
     while True:
         record = client.call("GET", f"/api/submissions/{submission_id}").json()
-        if record["state"] != last:
-            print(f"  {record['state']}", file=sys.stderr)
-            last = record["state"]
+        if progress(record) != last:
+            last = progress(record)
+            print(f"  {last}", file=sys.stderr)
         if record["state"] == "DONE" and record["verdict"]:
             print(_record_table(record))
             return EXIT_OK if record["verdict"] == "AC" else EXIT_FAIL
@@ -109,6 +109,19 @@ def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
             raise CommandError(f"no verdict within {timeout:g} s; see kjudge status "
                                f"{submission_id}", EXIT_FAIL)
         time.sleep(0.5)
+
+
+def progress(record: dict) -> str:
+    """A submission's state, and where it waits when queued: `QUEUED: 3rd in judge.cpu (1
+    running), about 20 s to its verdict`."""
+    place = record.get("queue")
+    if record["state"] != "QUEUED" or not place:
+        return record["state"]
+    n = place["position"]
+    nth = f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+    wait = (f", about {place['estimate_s']:.0f} s to its verdict"
+            if place.get("estimate_s") is not None else "")
+    return f"QUEUED: {nth} in {place['queue']} ({place['running']} running){wait}"
 
 
 def _record_table(record: dict) -> str:
@@ -135,7 +148,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     elif record["verdict"]:
         print(_record_table(record))
     else:
-        print(f"submission {args.id}: {record['state']}")
+        print(f"submission {args.id}: {progress(record)}")
     return EXIT_OK
 
 

@@ -299,6 +299,39 @@ def queue_summary(s: Session) -> dict[str, dict]:
     return queues
 
 
+RECENT_JUDGINGS = 50  # the finished judgings of a queue whose durations estimate its wait
+SERVING = timedelta(minutes=10)  # a worker that finished one this recently serves the queue
+
+
+def queue_place(s: Session, judging: JudgingRow) -> dict | None:
+    """Where a queued judging stands: its position in its queue (1: next), the judgings running
+    there, and about how long until its verdict (None until the queue has judged something:
+    the median of its recent judgings, times the rounds its workers need to reach and judge
+    it). Rejudges wait in a queue of their own, behind live submissions, and are not counted."""
+    if judging.state != State.QUEUED.value:
+        return None
+    same = JudgingRow.queue == judging.queue
+    ahead = s.scalar(select(func.count(JudgingRow.id)).where(
+        same, JudgingRow.state == State.QUEUED.value, JudgingRow.id < judging.id)) or 0
+    running = s.execute(select(JudgingRow.worker).where(
+        same, JudgingRow.state.in_([State.COMPILING.value, State.RUNNING.value]))).scalars().all()
+    recent = s.execute(select(JudgingRow.started_at, JudgingRow.finished_at, JudgingRow.worker)
+                       .where(same, JudgingRow.state == State.DONE.value,
+                              JudgingRow.started_at.is_not(None),
+                              JudgingRow.finished_at.is_not(None))
+                       .order_by(JudgingRow.finished_at.desc()).limit(RECENT_JUDGINGS)).all()
+    place = {"queue": judging.queue, "position": ahead + 1, "running": len(running),
+             "estimate_s": None}
+    if recent:
+        durations = sorted((aware(end) - aware(start)).total_seconds() for start, end, _ in recent)
+        since = utcnow() - SERVING
+        workers = {w for w in running if w} | {w for _, end, w in recent
+                                               if w and aware(end) >= since}
+        rounds = -(-(ahead + len(running) + 1) // max(len(workers), 1))
+        place["estimate_s"] = round(max(durations[len(durations) // 2], 0.0) * rounds, 1)
+    return place
+
+
 def system_error(submission: Submission, message: str, flag: str) -> JudgeResult:
     """The record of a judging that ended without a verdict of its own (SE)."""
     return JudgeResult(submission.problem.slug, language=submission.language, verdict=Verdict.SE,

@@ -385,3 +385,15 @@ def test_a_submissions_results_download_as_csv_showing_what_its_page_shows(api):
     admin = list(csv.DictReader(io.StringIO(api.get(url, headers=auth(api, "admin")).text)))
     assert admin[1]["time_ms"] == "2.0"
     assert api.get(url, headers=auth(api, "bob")).status_code == 404
+
+
+def test_a_queued_submission_says_where_it_waits_in_the_api_and_the_cli(api):
+    from judge.service.client import progress
+
+    ids = [post_submission(api).json()["id"] for _ in range(3)]
+    record = api.get(f"/api/submissions/{ids[2]}", headers=auth(api, "alice")).json()
+    assert record["queue"]["position"] == 3 and record["queue"]["running"] == 0
+    assert progress(record) == f"QUEUED: 3rd in {record['queue']['queue']} (0 running)"
+    record["queue"].update(position=11, estimate_s=42.4)
+    assert progress(record).endswith("11th in " + record["queue"]["queue"]
+                                      + " (0 running), about 42 s to its verdict")

@@ -418,3 +418,25 @@ def test_system_test_judgings_defer_to_live_submissions_and_are_drained_by_one_w
     assert plain == ["judge.cpu", "judge.cpu.rejudge"]
     assert queues_for(config, "judge.cpu", None, system_tests=True) == [*plain,
                                                                        "judge.cpu.systest"]
+
+
+def test_a_queued_submission_knows_its_place_and_about_how_long(s, config, world):
+    first, work = submit(s, config, world["alice"])
+    second, _ = submit(s, config, world["bob"])
+    third, _ = submit(s, config, world["alice"])
+    place = store.queue_place(s, store.latest_judging(third))
+    assert place == {"queue": work.queue, "position": 3, "running": 0, "estimate_s": None}
+    # one judged in 4 s by one worker: the third waits for two rounds, then its own
+    judging = s.get(JudgingRow, work.judging_id)
+    finish_with(s, work.judging_id, "AC", 100.0)
+    judging.started_at = judging.finished_at - timedelta(seconds=4)
+    s.commit()
+    place = store.queue_place(s, store.latest_judging(third))
+    assert place["position"] == 2 and place["estimate_s"] == 8.0
+    # a second worker halves the rounds; a judged one has no place
+    running = store.latest_judging(second)
+    assert store.claim(s, running.id, "worker-b")
+    s.commit()
+    assert store.queue_place(s, store.latest_judging(third)) == {
+        "queue": work.queue, "position": 1, "running": 1, "estimate_s": 4.0}
+    assert store.queue_place(s, store.latest_judging(first)) is None

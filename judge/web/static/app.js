@@ -440,6 +440,9 @@ async function submissionPage(id) {
     view().innerHTML = `<h1>Submission ${r.id}</h1>
       <div class="cards">
         <div class="card">status<b>${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</b></div>
+        ${r.queue ? `<div class="card" id="queue-place">place in the queue<b>${r.queue.position}</b>
+          <span class="muted">${r.queue.running} running${r.queue.estimate_s === null ? ""
+            : `, about ${Math.round(r.queue.estimate_s)} s to the verdict`}</span></div>` : ""}
         <div class="card">total score<b>${num(r.score)}</b></div>
         <div class="card">speedup<b>${num(r.speedup)}</b></div>
         <div class="card">time<b>${num(r.time_ms)} ms</b></div>
