@@ -367,3 +367,24 @@ def test_an_organizer_clears_a_held_result_and_system_tests_the_contest(browser,
     visitor.reload()
     visitor.wait_for_selector("#board tr:has-text('cal')")
     assert visitor.errors == [] and author.errors == [] and organizer.errors == []
+
+
+def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
+    """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "gpu", "title": "GPU Cup", "problems": ["vector_add"], "device": "cuda.h200"})
+    assert made.status_code == 201, made.text
+    dan = stack.token_for("dan")
+    source = (VA / "solutions/AC/hopper_wgmma_fence.cu").read_text()
+    ids = []
+    for _ in range(2):
+        sent = stack.call("POST", "/api/submissions", dan, json={
+            "problem": "vector_add", "language": "cuda", "source": source, "contest": "gpu"})
+        assert sent.status_code == 202, sent.text
+        ids.append(sent.json()["id"])
+    page = sign_in(browser, stack, dan)
+    page.goto(stack.url + f"/#/submissions/{ids[1]}")
+    page.wait_for_selector("#queue-place")
+    assert "place in the queue\n2" in page.inner_text("#queue-place")
+    assert "0 running" in page.inner_text("#queue-place")
+    assert page.errors == []
