@@ -53,12 +53,17 @@ def discover(folder: Path) -> list[Path]:
     return [task.parent for task in folder.rglob("task.yml")]
 
 
+def _folder(source: Path) -> Path:
+    """The problem's folder: `source`, or the folder of a file in it (its task.yml)."""
+    return source.parent if source.is_file() else source
+
+
 def slug_for(source: Path) -> str:
-    return slug_of((source.parent if source.is_file() else source).name)
+    return slug_of(_folder(source).name)
 
 
 def convert(source: Path) -> Draft:
-    folder = source if source.is_dir() else source.parent
+    folder = _folder(source)
     task_file = folder / "task.yml"
     if not task_file.is_file():
         raise ImportFailure(str(folder), "", "no task.yml", "point at a problem's folder")
@@ -248,10 +253,9 @@ def _flatten(probes, names: list[str], cases: list[dict], params: list[str]):
     tensors alone, the tensors' names). A dict's tensors are arguments of their own
     (weights_norm_weight for weights["norm.weight"]), its numbers expressions over the sizes
     (config["dim"]: dim), its other values constants; its keys must be the same in every
-    test."""
+    test (`_same_kinds`, checked as the probes are drawn)."""
     import torch
 
-    _same_kinds(probes, names)
     structure, leaves = [], []
     for i, name in enumerate(names):
         items = [probe[0][i] for probe in probes]
