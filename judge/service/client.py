@@ -133,12 +133,14 @@ def _record_table(record: dict) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     client = _client(args)
-    record = client.call("GET", f"/api/submissions/{args.id}").json()
     if args.csv:
-        Path(args.csv).write_text(client.call("GET", f"/api/submissions/{args.id}/results.csv")
-                                  .text)
-        print(f"submission {args.id}: {len(record.get('tests') or [])} test points -> {args.csv}")
-    elif args.compare is not None:
+        text = client.call("GET", f"/api/submissions/{args.id}/results.csv").text
+        Path(args.csv).write_text(text)
+        print(f"submission {args.id}: {max(len(text.splitlines()) - 1, 0)} test points -> "
+              f"{args.csv}")
+        return EXIT_OK
+    record = client.call("GET", f"/api/submissions/{args.id}").json()
+    if args.compare is not None:
         from judge.judging import report
 
         other = client.call("GET", f"/api/submissions/{args.compare}").json()
