@@ -292,13 +292,15 @@ def _accounts(action):
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
-    from judge.service import accounts
+    from judge.service import accounts, audit
 
     def add(s) -> str:
         if args.new_token:
+            audit.record(s, None, "user.new_token", args.name)
             return accounts.replace_tokens(s, accounts.get_user(s, args.name))
         password = accounts.generate_password() if args.password else None
-        _, token = accounts.create_user(s, args.name, args.admin, args.team, password)
+        user, token = accounts.create_user(s, args.name, args.admin, args.team, password)
+        audit.record(s, None, "user.create", user.name, role=user.role, team=user.team)
         return token + (f"\npassword: {password}" if password else "")
 
     print(_accounts(add))
@@ -306,7 +308,7 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_user_import(args: argparse.Namespace) -> int:
-    from judge.service import accounts, store
+    from judge.service import accounts, audit, store
 
     try:
         text = Path(args.file).read_text(encoding="utf-8")
@@ -320,7 +322,10 @@ def cmd_user_import(args: argparse.Namespace) -> int:
             rows = accounts.parse_users_csv(text)
         except store.ServiceError as exc:
             raise CommandError(f"{args.file}: {exc.message}") from None
-        return accounts.import_users(s, rows, args.skip_existing)
+        created = accounts.import_users(s, rows, args.skip_existing)
+        audit.record(s, None, "user.import", f"{len(created)} users",
+                     users=[c.name for c in created])
+        return created
 
     created = _accounts(run_import)
     table = accounts.passwords_csv(created)
@@ -333,11 +338,12 @@ def cmd_user_import(args: argparse.Namespace) -> int:
 
 
 def cmd_user_reset(args: argparse.Namespace) -> int:
-    from judge.service import accounts
+    from judge.service import accounts, audit
 
     def reset(s) -> str:
         password = accounts.generate_password()
         accounts.set_password(s, accounts.get_user(s, args.name), password)
+        audit.record(s, None, "user.password_reset", args.name)
         return password
 
     print(_accounts(reset))
@@ -345,9 +351,13 @@ def cmd_user_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
-    from judge.service import store
+    from judge.service import audit, store
 
-    _accounts(lambda s: store.unfreeze(store.get_contest(s, args.slug)))
+    def unfreeze(s) -> None:
+        store.unfreeze(store.get_contest(s, args.slug))
+        audit.record(s, None, "contest.unfreeze", args.slug)
+
+    _accounts(unfreeze)
     print(f"contest {args.slug}: the final board is published")
     return EXIT_OK
 

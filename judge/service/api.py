@@ -32,9 +32,10 @@ from judge.judging.record import JudgeResult
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import api_accounts, broker, db, dump, metrics, store
+from judge.service import api_accounts, audit, broker, db, dump, metrics, sanctions, store
 from judge.service.deps import (
     AdminDep,
+    AuditDep,
     Body,
     IdInPath,
     OptionalUserDep,
@@ -43,7 +44,15 @@ from judge.service.deps import (
     SettingsDep,
     UserDep,
 )
-from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
+from judge.service.models import (
+    Contest,
+    JudgingRow,
+    ProblemRow,
+    Rejudge,
+    Sanction,
+    Submission,
+    User,
+)
 from judge.settings import Settings, settings
 from judge.verdicts import State
 
@@ -97,6 +106,20 @@ class SystemTestIn(Body):
 class DecisionIn(Body):
     decision: str = Field(description="`cleared` (it counts) or `disqualified` (it counts nowhere)")
     note: str = Field("", max_length=2000, description="why, for the other organizers")
+
+
+class SanctionIn(Body):
+    kind: str = Field(description="`ignore` a submission, `disqualify` a user or team from a "
+                      "contest, `ban` a user from submitting")
+    reason: str = Field(max_length=2000, description="shown to the one sanctioned")
+    submission: RowId | None = None
+    user: str | None = None
+    team: str | None = None
+    contest: str | None = None
+
+
+class LiftIn(Body):
+    reason: str = Field(max_length=2000)
 
 
 class ContestIn(ContestFields):
@@ -300,7 +323,9 @@ def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> 
     return view
 
 
-def submission_view(submission: Submission, user: User, with_source: bool = True) -> dict:
+def submission_view(submission: Submission, user: User, with_source: bool = True,
+                    sanction: Sanction | None = None) -> dict:
+    """`sanction`: the one in force that keeps it off the boards (`sanctions.affecting`)."""
     current = store.current_judging(submission)
     latest = store.latest_judging(submission)
     view = {
@@ -313,6 +338,7 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     # off the boards until an organizer decides (a contest may count flagged results)
     view["held"] = current is not None and store.held(object_session(submission), current)
     view["state"] = latest.state if latest else State.QUEUED.value
+    view["sanction"] = sanctions.brief(sanction) if sanction else None
     if with_source:
         view["source"] = submission.source
     return view
@@ -406,9 +432,11 @@ def _routes(app: FastAPI) -> None:
         }
 
     @app.post("/api/problems/reload")
-    def reload_problems(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
+    def reload_problems(s: SessionDep, config: SettingsDep, audit_log: AuditDep) -> dict:
         invalid = store.sync_problems(s, config)
         loaded = s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()
+        audit_log("problems.reload", "problems", loaded=sorted(loaded),
+                  invalid=sorted(invalid) or None)
         return {"loaded": sorted(loaded), "invalid": invalid}
 
     @app.post("/api/submissions", status_code=202)
@@ -424,7 +452,8 @@ def _routes(app: FastAPI) -> None:
     def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
                        highlight: bool = False) -> dict:
         submission = store.get_submission(s, user, submission_id)
-        view = submission_view(submission, user)
+        view = submission_view(submission, user, sanction=sanctions.affecting(
+            s, [submission]).get(submission.id))
         latest = store.latest_judging(submission)
         view["queue"] = store.queue_place(s, latest) if latest else None
         if highlight:
@@ -453,7 +482,10 @@ def _routes(app: FastAPI) -> None:
             query = query.join(User).where(User.name == user_name)
         if problem:
             query = query.where(Submission.problem_id == store.get_problem(s, problem).id)
-        rows = [submission_view(x, user, with_source=False) for x in s.scalars(query).unique()]
+        found = list(s.scalars(query).unique())
+        held_off = sanctions.affecting(s, found)
+        rows = [submission_view(x, user, with_source=False, sanction=held_off.get(x.id))
+                for x in found]
         if verdict:
             rows = [r for r in rows if r["verdict"] == verdict]
         return rows[:limit]
@@ -476,11 +508,53 @@ def _routes(app: FastAPI) -> None:
                                                                                 undecided)]
 
     @app.post("/api/review/{judging_id}")
-    def decide(judging_id: IdInPath, body: DecisionIn, s: SessionDep, admin: AdminDep) -> dict:
+    def decide(judging_id: IdInPath, body: DecisionIn, s: SessionDep,
+               audit_log: AuditDep) -> dict:
         """Clear a held result (it counts as judged) or disqualify it (it counts nowhere)."""
-        judging = store.decide(s, admin, judging_id, body.decision, body.note)
+        judging = store.decide(s, audit_log.admin, judging_id, body.decision, body.note)
+        audit_log("review.decide", f"judging {judging_id}", decision=body.decision,
+                  submission=judging.submission_id, note=body.note or None)
         s.commit()
         return review_view(judging.submission, judging)
+
+    @app.get("/api/sanctions")
+    def list_sanctions(s: SessionDep, _admin: AdminDep, everything: bool = False) -> list[dict]:
+        """Sanctions in force, newest first; `everything`: lifted ones too."""
+        found = sanctions.listing(s, everything)
+        people = {x for sanction in found for x in (sanction.created_by, sanction.lifted_by)}
+        names = dict(s.execute(select(User.id, User.name).where(User.id.in_(people))).all())
+        return [sanctions.view(sanction, names) for sanction in found]
+
+    @app.post("/api/sanctions", status_code=201)
+    def impose(body: SanctionIn, s: SessionDep, audit_log: AuditDep) -> dict:
+        """Ignore a submission (it counts nowhere), disqualify a user or team from a contest
+        (their results there count nowhere, they submit there no more) or ban a user (no new
+        submissions), with a reason the one sanctioned reads."""
+        sanction = sanctions.impose(s, audit_log.admin, body.kind, body.reason,
+                                    submission_id=body.submission, user=body.user,
+                                    team=body.team, contest=body.contest)
+        shown = sanctions.view(sanction, {audit_log.admin.id: audit_log.admin.name})
+        target = {key: shown[key] for key in ("submission", "user", "team", "contest")
+                  if shown[key] is not None}
+        audit_log(f"sanction.{body.kind}", " ".join(f"{k} {v}" for k, v in target.items()),
+                  sanction=sanction.id, reason=sanction.reason)
+        return shown
+
+    @app.post("/api/sanctions/{sanction_id}/lift")
+    def lift(sanction_id: IdInPath, body: LiftIn, s: SessionDep, audit_log: AuditDep) -> dict:
+        """End a sanction (it stays in the history): what it kept off counts again."""
+        sanction = sanctions.lift(s, audit_log.admin, sanction_id, body.reason)
+        audit_log("sanction.lift", f"sanction {sanction_id}", kind=sanction.kind,
+                  reason=body.reason)
+        return sanctions.view(sanction)
+
+    @app.get("/api/audit")
+    def audit_entries(s: SessionDep, _admin: AdminDep, limit: int = Query(200, ge=1, le=1000),
+                      action: str | None = None, actor: str | None = None,
+                      before: int | None = Query(None, ge=1)) -> list[dict]:
+        """Organizers' actions, newest first: `action` by its start (`sanction`), `actor` by
+        name, `before` an entry id (the next page)."""
+        return [audit.view(e) for e in audit.entries(s, limit, action, actor, before)]
 
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,
@@ -512,9 +586,12 @@ def _routes(app: FastAPI) -> None:
         return Response(body, media_type="application/json")
 
     @app.post("/api/rejudge", status_code=202)
-    def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep, admin: AdminDep) -> dict:
+    def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep,
+                audit_log: AuditDep) -> dict:
         filters = body.model_dump(exclude={"reason"})
-        record, work = store.rejudge(s, admin, filters, body.reason)
+        record, work = store.rejudge(s, audit_log.admin, filters, body.reason)
+        audit_log("rejudge", f"rejudge {record.id}", reason=body.reason, judgings=len(work),
+                  filters=record.filters)
         s.commit()
         broker.publish(config, work)
         return {"id": record.id, **store.rejudge_progress(s, record.id)}
@@ -537,16 +614,19 @@ def _routes(app: FastAPI) -> None:
                 "workers": [{"name": w, "last_seen": seen} for w, seen in workers]}
 
     @app.post("/api/contests", status_code=201)
-    def add_contest(body: ContestIn, s: SessionDep, _admin: AdminDep) -> dict:
+    def add_contest(body: ContestIn, s: SessionDep, audit_log: AuditDep) -> dict:
         if s.scalar(select(Contest).where(Contest.slug == body.slug)):
             raise store.ServiceError(409, f"contest {body.slug} exists")
         contest = Contest(slug=body.slug)
-        _configure(s, contest, body.model_dump(exclude={"slug"}, exclude_none=True))
+        fields = body.model_dump(exclude={"slug"}, exclude_none=True)
+        _configure(s, contest, dict(fields))
         s.add(contest)
+        audit_log("contest.create", body.slug, **fields)
         return {"slug": body.slug}
 
     @app.patch("/api/contests/{slug}")
-    def change_contest(slug: str, body: ContestFields, s: SessionDep, _admin: AdminDep) -> dict:
+    def change_contest(slug: str, body: ContestFields, s: SessionDep,
+                       audit_log: AuditDep) -> dict:
         """Change the fields sent; a time sent as null is cleared."""
         contest = store.get_contest(s, slug)
         sent = body.model_dump(exclude_unset=True)
@@ -554,23 +634,31 @@ def _routes(app: FastAPI) -> None:
         for name, value in sent.items():
             if value is None and name not in clearable:
                 raise store.ServiceError(422, f"{name} cannot be cleared")
-        _configure(s, contest, sent)
-        return contest_view(contest)
+        before = contest_view(contest)
+        _configure(s, contest, dict(sent))
+        after = contest_view(contest)
+        audit_log("contest.change", slug, sent=sent, changed={
+            name: [before[name], after[name]] for name in after
+            if name in before and before[name] != after[name]})
+        return after
 
     @app.post("/api/contests/{slug}/unfreeze")
-    def unfreeze_contest(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
+    def unfreeze_contest(slug: str, s: SessionDep, audit_log: AuditDep) -> dict:
         """Publish the final board now (before its thaw time)."""
         contest = store.get_contest(s, slug)
         store.unfreeze(contest)
+        audit_log("contest.unfreeze", slug)
         return contest_view(contest)
 
     @app.post("/api/contests/{slug}/system-test", status_code=201)
-    def start_system_test(slug: str, s: SessionDep, config: SettingsDep, admin: AdminDep,
+    def start_system_test(slug: str, s: SessionDep, config: SettingsDep, audit_log: AuditDep,
                           body: SystemTestIn | None = None) -> dict:
         """Judge every row's counted submissions again on fresh secret seeds now (the server
         starts one by itself when a contest with `system_test` ends); the latest counts."""
         contest = store.get_contest(s, slug)
-        _, work = store.system_test(s, config, contest, admin, body.reason if body else "")
+        reason = body.reason if body else ""
+        record, work = store.system_test(s, config, contest, audit_log.admin, reason)
+        audit_log("contest.system_test", slug, reason=record.reason, judgings=len(work))
         s.commit()
         broker.publish(config, work)
         return store.system_test_report(s, contest)
@@ -590,7 +678,9 @@ def _routes(app: FastAPI) -> None:
         if format == "dump":  # the whole database, for `kjudge db import`
             return dump.export_dump(s)
         rows = []
-        for submission in s.scalars(select(Submission).order_by(Submission.id)):
+        every = list(s.scalars(select(Submission).order_by(Submission.id)))
+        held_off = sanctions.affecting(s, every)
+        for submission in every:
             current = store.current_judging(submission)
             rows.append({
                 "submission": submission.id, "user": submission.user.name,
@@ -604,6 +694,8 @@ def _routes(app: FastAPI) -> None:
                 # on the review list, and the organizers' decision (None: held, if flagged)
                 "review": current.review if current else None,
                 "decision": current.decision if current else None,
+                # an organizer's sanction in force that keeps it off the boards
+                "sanction": held_off[submission.id].kind if submission.id in held_off else None,
             })
         if format == "csv":
             buffer = io.StringIO()

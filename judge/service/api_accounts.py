@@ -17,6 +17,7 @@ from judge.service import accounts
 from judge.service.deps import (
     SESSION_COOKIE,
     AdminDep,
+    AuditDep,
     Body,
     IdInPath,
     SessionDep,
@@ -125,9 +126,10 @@ def register(app: FastAPI) -> None:
         return {"revoked": token_id}
 
     @app.post("/api/users", status_code=201)
-    def add_user(body: UserIn, s: SessionDep, _admin: AdminDep) -> dict:
+    def add_user(body: UserIn, s: SessionDep, audit_log: AuditDep) -> dict:
         password = body.password or accounts.generate_password()
         user, token = accounts.create_user(s, body.name, body.admin, body.team, password)
+        audit_log("user.create", user.name, role=user.role, team=user.team)
         return {**user_view(user), "token": token, "password": password}
 
     @app.get("/api/users")
@@ -135,19 +137,21 @@ def register(app: FastAPI) -> None:
         return [user_view(u) for u in s.scalars(select(User).order_by(User.id))]
 
     @app.post("/api/users/import", status_code=201)
-    def import_users(body: UsersImport, s: SessionDep, _admin: AdminDep) -> dict:
+    def import_users(body: UsersImport, s: SessionDep, audit_log: AuditDep) -> dict:
         """All or nothing; every problem of the file named by line (422), existing names
         refused (409) unless `skip_existing`."""
         created = accounts.import_users(s, accounts.parse_users_csv(body.csv),
                                         body.skip_existing)
+        audit_log("user.import", f"{len(created)} users", users=[c.name for c in created])
         return {"created": [{"name": c.name, "team": c.team, "role": c.role,
                              "password": c.password} for c in created],
                 "passwords_csv": accounts.passwords_csv(created)}
 
     @app.post("/api/users/{name}/password")
-    def reset_password(name: str, s: SessionDep, _admin: AdminDep) -> dict:
+    def reset_password(name: str, s: SessionDep, audit_log: AuditDep) -> dict:
         """A new generated password; the user's browser sessions end."""
         user = accounts.get_user(s, name)
         password = accounts.generate_password()
         accounts.set_password(s, user, password)
+        audit_log("user.password_reset", user.name)
         return {"name": user.name, "password": password}

@@ -11,7 +11,7 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.orm import Session
 
-from judge.service import accounts, db
+from judge.service import accounts, audit, db
 from judge.service.models import User
 from judge.service.store import ServiceError
 from judge.settings import Settings
@@ -102,3 +102,28 @@ async def admin_user(user: Annotated[User, Depends(current_user)]) -> User:
 OptionalUserDep = Annotated[User | None, Depends(optional_user)]
 UserDep = Annotated[User, Depends(current_user)]
 AdminDep = Annotated[User, Depends(admin_user)]
+
+
+class Auditor:
+    """An organizer's route's pen on the audit log: `audit(action, target, **details)`."""
+
+    def __init__(self, s: Session, admin: User):
+        self.s, self.admin, self.written = s, admin, 0
+
+    def __call__(self, action: str, target: object, **details) -> None:
+        audit.record(self.s, self.admin, action, str(target), **details)
+        self.written += 1
+
+
+def auditor(s: SessionDep, admin: AdminDep):
+    """An organizer, and the audit log their action goes to: a route that takes it and returns
+    without writing an entry fails (500) before its change commits, so no action goes unlogged
+    by a forgotten line (a refused request raises and writes none)."""
+    pen = Auditor(s, admin)
+    yield pen
+    if not pen.written:
+        raise RuntimeError("this organizer's route wrote nothing to the audit log")
+
+
+# scope="function": the entry is written before the session commits (its teardown runs first)
+AuditDep = Annotated[Auditor, Depends(auditor, scope="function")]

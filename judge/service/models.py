@@ -227,6 +227,49 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+class Sanction(Base):
+    """An organizer's sanction, with its reason: `ignore` one submission (it stays in the
+    history and counts nowhere), `disqualify` a user or a team from a contest (their submissions
+    there count on no board, and they submit there no more), `ban` a user (no new submissions
+    anywhere). Lifted, not deleted: the history stays (`lifted_at`)."""
+
+    __tablename__ = "sanctions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), index=True)  # ignore | disqualify | ban
+    submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"),
+                                                      nullable=True, index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True,
+                                                index=True)
+    team: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    lifted_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    lift_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
+    contest: Mapped[Contest | None] = relationship()
+
+
+class AuditEntry(Base):
+    """One organizer's action (a sanction, a rejudge, a decision, a setting changed), as it was
+    asked: who (None: a command run on the server's host), what, on what, with which details."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    target: Mapped[str] = mapped_column(String(200))
+    details: Mapped[dict] = mapped_column(JSON, default=dict)
+
+    actor: Mapped[User | None] = relationship()
+
+
 class Counter(Base):
     """Named counters; `results` moves with every judging that ends (the leaderboard's cache
     key, see service.results)."""

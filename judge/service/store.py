@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import threading
 import uuid
 from dataclasses import dataclass
@@ -24,10 +23,11 @@ import judge
 from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem, problem_folders
-from judge.service import metrics
+from judge.service import audit, metrics, sanctions
+from judge.service.counters import results_changed, results_version
+from judge.service.errors import ServiceError
 from judge.service.models import (
     Contest,
-    Counter,
     JudgingRow,
     ProblemRow,
     Rejudge,
@@ -41,17 +41,7 @@ from judge.verdicts import State, Verdict
 
 log = logging.getLogger("kjudge.service")
 DONE = State.DONE.value
-RESULTS = "results"  # the counter that moves with every judging that ends
 QUEUED = State.QUEUED.value
-
-
-class ServiceError(Exception):
-    """A request that cannot be honoured; `status` is the HTTP status that says why."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def seconds_between(earlier: datetime | None, later: datetime | None) -> float | None:
@@ -177,6 +167,7 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
             raise ServiceError(403, f"contest {contest.slug} is {state.replace('_', ' ')}")
         if problem.slug not in contest.problems:
             raise ServiceError(404, f"problem {problem.slug} is not part of {contest.slug}")
+    sanctions.refuse_barred(s, user, contest)
     _check_rate(s, settings, user)
     submission = Submission(user_id=user.id, problem_id=problem.id, language=language,
                             source=source, contest_id=contest.id if contest else None)
@@ -337,18 +328,6 @@ def system_error(submission: Submission, message: str, flag: str) -> JudgeResult
     return JudgeResult(submission.problem.slug, language=submission.language, verdict=Verdict.SE,
                        message=f"system error: {message}", flags=[flag],
                        applied={"judge": judge.__version__})
-
-
-def results_changed(s: Session) -> None:
-    """A judging ended (in this transaction): the results' version moves with it."""
-    bumped = s.execute(update(Counter).where(Counter.name == RESULTS)
-                       .values(value=Counter.value + 1))
-    if bumped.rowcount == 0:  # a database that lost the row: any new value is a change
-        s.add(Counter(name=RESULTS, value=secrets.randbits(62)))
-
-
-def results_version(s: Session) -> int | None:
-    return s.scalar(select(Counter.value).where(Counter.name == RESULTS))
 
 
 REJUDGE_QUEUE, SYSTEM_TEST_QUEUE = ".rejudge", ".systest"  # suffixes of a device's queue
@@ -534,6 +513,7 @@ def start_due_system_tests(s: Session, settings: Settings) -> list[Enqueue]:
     work = []
     for contest in due:
         log.info("system test of contest %s: it ended at %s", contest.slug, contest.ends_at)
+        audit.record(s, None, "contest.system_test", contest.slug, reason="it ended")
         work += system_test(s, settings, contest, admin, f"{contest.slug} ended")[1]
     return work
 
@@ -661,9 +641,10 @@ def held_for_review():
 
 def counts_on_boards():
     """The one rule of which current judgings a board counts (the same join): none
-    disqualified, none held for review."""
+    disqualified, none held for review, none an organizer's sanction leaves off
+    (`sanctions.counted`: ignored, or its author disqualified from its contest)."""
     return and_(or_(JudgingRow.decision.is_(None), JudgingRow.decision != DISQUALIFIED),
-                not_(held_for_review()))
+                not_(held_for_review()), sanctions.counted())
 
 
 def held(s: Session, judging: JudgingRow) -> bool:
@@ -710,7 +691,8 @@ def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict]:
     query = _in_contest(select(User.name, User.team, ProblemRow.slug, func.count(Submission.id))
                         .join(User, User.id == Submission.user_id)
                         .join(ProblemRow, ProblemRow.id == Submission.problem_id), contest)
-    query = query.where(Submission.created_at >= contest.freeze_at).group_by(
+    query = query.where(Submission.created_at >= contest.freeze_at,
+                        sanctions.counted()).group_by(
         User.name, User.team, ProblemRow.slug)
     pending: dict[RowKey, dict] = {}
     for name, team, slug, count in s.execute(query):

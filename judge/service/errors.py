@@ -1,0 +1,11 @@
+"""The one error the service's rules raise: a request that cannot be honoured, with the HTTP
+status that says why (the API answers it as {"error": message}; commands print the message)."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
