@@ -1,5 +1,5 @@
-"""Client commands of `kjudge` over the REST API: submit, status, rejudge, review, system-test,
-leaderboard, export.
+"""Client commands of `kjudge` over the REST API: submit, status, rejudge, review, sanction,
+audit, system-test, leaderboard, export.
 
 The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
 HTTP package (or torch) costs.
@@ -186,6 +186,50 @@ def cmd_review(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sanction(args: argparse.Namespace) -> int:
+    """Impose a sanction (ignore, disqualify, ban), lift one, or list them."""
+    client = _client(args)
+    if args.action == "list":
+        rows = client.call("GET", "/api/sanctions", params={"everything": args.all}).json()
+        print("no sanctions" if not rows else "\n".join(_sanction_line(row) for row in rows))
+        return EXIT_OK
+    if args.action == "lift":
+        done = client.call("POST", f"/api/sanctions/{args.id}/lift",
+                           body={"reason": args.reason}).json()
+        print(f"lifted: {_sanction_line(done)}")
+        return EXIT_OK
+    body = {"kind": args.action, "reason": args.reason, "submission": args.submission,
+            "user": args.user, "team": args.team, "contest": args.contest}
+    done = client.call("POST", "/api/sanctions", body={k: v for k, v in body.items()
+                                                       if v is not None}).json()
+    print(_sanction_line(done))
+    return EXIT_OK
+
+
+def _sanction_line(row: dict) -> str:
+    target = (f"submission {row['submission']}" if row["submission"] else
+              f"team {row['team']}" if row["team"] else f"user {row['user']}")
+    where = f" from {row['contest']}" if row["contest"] else ""
+    lifted = "" if row["active"] else f"  (lifted {row['lifted_at'][:16]}: {row['lift_reason']})"
+    return f"sanction {row['id']}: {row['kind']} {target}{where}: {row['reason']}{lifted}"
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    params = {"limit": args.limit, "action": args.action, "actor": args.actor}
+    rows = _client(args).call("GET", "/api/audit", params={k: v for k, v in params.items()
+                                                           if v is not None}).json()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print("no entries")
+    for row in rows:
+        details = " ".join(f"{k}={json.dumps(v)}" for k, v in row["details"].items())
+        print(f"{row['at'][:19]}  {row['actor']:<12} {row['action']:<20} {row['target']}"
+              + (f"  {details}" if details else ""))
+    return EXIT_OK
+
+
 def cmd_system_test(args: argparse.Namespace) -> int:
     """A contest's system test: start one (`--start`), or its progress and each row before and
     after."""
@@ -270,6 +314,38 @@ def register(sub) -> None:
     rv.add_argument("--undecided", action="store_true", help="only those not decided yet")
     client_args(rv)
     rv.set_defaults(func=cmd_review)
+
+    sc = sub.add_parser("sanction", help="ignore a submission, disqualify a user or team "
+                        "from a contest, ban a user; lift or list sanctions (admin)")
+    kinds = sc.add_subparsers(dest="action", required=True)
+    ig = kinds.add_parser("ignore", help="a submission counts nowhere (it stays in the history)")
+    ig.add_argument("submission", type=int)
+    dq = kinds.add_parser("disqualify", help="a user's or team's results in a contest count "
+                          "nowhere; they submit there no more")
+    dq.add_argument("--contest", required=True)
+    who = dq.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user")
+    who.add_argument("--team")
+    bn = kinds.add_parser("ban", help="a user submits no more (anywhere)")
+    bn.add_argument("user")
+    lf = kinds.add_parser("lift", help="end a sanction (it stays in the history)")
+    lf.add_argument("id", type=int)
+    for p in (ig, dq, bn, lf):
+        p.add_argument("--reason", required=True, help="the one sanctioned reads it")
+    ls = kinds.add_parser("list", help="sanctions in force")
+    ls.add_argument("--all", action="store_true", help="lifted ones too")
+    for p in (ig, dq, bn, lf, ls):
+        client_args(p)
+        p.set_defaults(func=cmd_sanction, submission=None, user=None, team=None,
+                       contest=None)
+
+    au = sub.add_parser("audit", help="the organizers' audit log, newest first (admin)")
+    au.add_argument("--action", help="by its start: sanction, rejudge, contest.change, …")
+    au.add_argument("--actor", help="an organizer's name")
+    au.add_argument("--limit", type=int, default=50)
+    au.add_argument("--json", action="store_true")
+    client_args(au)
+    au.set_defaults(func=cmd_audit)
 
     sy = sub.add_parser("system-test", help="a contest's system test: before and after per row; "
                         "--start one now (admin)")

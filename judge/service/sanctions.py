@@ -28,7 +28,8 @@ def counted():
     """The one rule of which submissions sanctions leave on the boards (a condition on
     Submission): none ignored, none of a user or team disqualified from its contest."""
     author = aliased(User)
-    team_of_author = select(author.team).where(author.id == Submission.user_id).scalar_subquery()
+    team_of_author = (select(author.team).where(author.id == Submission.user_id)
+                      .correlate(Submission).scalar_subquery())
     ignored = exists().where(ACTIVE, Sanction.kind == IGNORE,
                              Sanction.submission_id == Submission.id)
     disqualified = exists().where(
