@@ -83,5 +83,18 @@ def s(config):
         yield session
 
 
+@pytest.fixture
+def world(s, config):
+    """Problems loaded, an organizer (root) and two contestants (alice, bob) in the store."""
+    from judge.service import accounts, store
+
+    store.sync_problems(s, config)
+    admin, _ = accounts.create_user(s, "root", admin=True)
+    alice, alice_token = accounts.create_user(s, "alice")
+    bob, _ = accounts.create_user(s, "bob")
+    s.commit()
+    return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
+
+
 def problems_dir() -> Path:
     return PROBLEMS

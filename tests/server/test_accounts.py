@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from judge.service import accounts, db, store
+from judge.service import accounts, audit, db, store
 from judge.service.deps import SESSION_COOKIE
 from judge.service.models import Submission, User, utcnow
 from tests.conftest import ROOT
@@ -330,6 +330,14 @@ def test_the_user_commands_import_reset_and_unfreeze(config, tmp_path):
     added = kjudge("user", "add", "hal", "--team", "green", "--password")
     assert added.returncode == 0 and "password: " in added.stdout
     assert kjudge("contest", "unfreeze", "nope").returncode == 2
+    # each is in the organizers' audit log, made on the server's host (no organizer); the
+    # refused unfreeze wrote nothing
+    with db.session(config.database_url) as s:
+        logged = [(e["actor"], e["action"], e["target"]) for e in map(
+            audit.view, reversed(audit.entries(s)))]
+    assert logged == [(audit.ON_THE_HOST, "user.import", "3 users"),
+                      (audit.ON_THE_HOST, "user.password_reset", "dave"),
+                      (audit.ON_THE_HOST, "user.create", "hal")]
 
 
 @pytest.mark.parametrize("trusted,other_client", [("", 200), ("10.9.9.9", 429)])

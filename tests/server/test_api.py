@@ -7,10 +7,14 @@ import csv
 import io
 
 import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from judge.judging.record import JudgeResult, TestReport
 from judge.service import db, store
+from judge.service.deps import AuditDep, admin_user, auditor
+from judge.service.models import Contest
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
 
@@ -397,3 +401,89 @@ def test_a_queued_submission_says_where_it_waits_in_the_api_and_the_cli(api):
     record["queue"].update(position=11, estimate_s=42.4)
     assert progress(record).endswith("11th in " + record["queue"]["queue"]
                                       + " (0 running), about 42 s to its verdict")
+
+
+def _dependencies(dependant) -> set:
+    found = {dependant.call}
+    for sub in dependant.dependencies:
+        found |= _dependencies(sub)
+    return found
+
+
+def test_every_organizer_route_that_changes_something_writes_the_audit_log(api):
+    """Structurally (every organizer route but a read takes the audit log's pen) and at run
+    time (a route that takes it and writes nothing fails, its change not committed)."""
+    changes = [route for route in api.app.routes if isinstance(route, APIRoute)
+               and route.methods - {"GET", "HEAD"}
+               and admin_user in _dependencies(route.dependant)]
+    assert len(changes) >= 12
+    assert [route.path for route in changes
+            if auditor not in _dependencies(route.dependant)] == []
+
+    forgetful = FastAPI()
+    forgetful.state.settings = api.config
+
+    @forgetful.post("/forgetful")
+    def add_quietly(audit_log: AuditDep) -> dict:
+        audit_log.s.add(Contest(slug="quiet", title="Q", problems=[]))
+        return {}
+
+    client = TestClient(forgetful, raise_server_exceptions=False)
+    assert client.post("/forgetful", headers=auth(api, "admin")).status_code == 500
+    assert api.get("/api/contests", headers=auth(api, "admin")).json() == []
+
+
+def test_sanctions_through_the_api_reach_the_sanctioned_and_the_audit_log(api):
+    admin = auth(api, "admin")
+    assert api.post("/api/contests", json={"slug": "c1", "title": "C1", "problems": [
+        "vector_add"]}, headers=admin).status_code == 201
+    honest, copied = (post_submission(api, contest="c1").json() for _ in range(2))
+    finish(api, honest["judging_id"], score=100.0)
+    finish(api, copied["judging_id"], score=300.0)
+    ignore = {"kind": "ignore", "submission": copied["id"], "reason": "the same as bob's"}
+    assert api.post("/api/sanctions", json=ignore, headers=auth(api, "alice")).status_code == 403
+    made = api.post("/api/sanctions", json=ignore, headers=admin)
+    assert made.status_code == 201, made.text
+    assert (made.json()["kind"], made.json()["submission"], made.json()["created_by"]) == (
+        "ignore", copied["id"], "root")
+    assert _board(api, "c1") == {"alice": 100.0}
+    # the one sanctioned reads why, on the submission and in the list
+    own = api.get(f"/api/submissions/{copied['id']}", headers=auth(api, "alice")).json()
+    assert own["sanction"] == {"id": made.json()["id"], "kind": "ignore",
+                               "reason": "the same as bob's", "contest": None}
+    listed = {r["id"]: r["sanction"] for r in api.get("/api/submissions",
+                                                      headers=auth(api, "alice")).json()}
+    assert listed == {copied["id"]: own["sanction"], honest["id"]: None}
+    assert api.patch("/api/contests/c1", json={"title": "Final"},
+                     headers=admin).status_code == 200
+    ban = api.post("/api/sanctions", json={"kind": "ban", "user": "bob", "reason": "spam"},
+                   headers=admin).json()
+    refused = post_submission(api, who="bob")
+    assert refused.status_code == 403 and "banned from submitting: spam" in refused.text
+    assert [s["id"] for s in api.get("/api/sanctions", headers=admin).json()] == [
+        ban["id"], made.json()["id"]]
+    lifted = api.post(f"/api/sanctions/{ban['id']}/lift", json={"reason": "said sorry"},
+                      headers=admin)
+    assert lifted.status_code == 200 and lifted.json()["active"] is False
+    assert post_submission(api, who="bob").status_code == 202
+    assert [s["id"] for s in api.get("/api/sanctions?everything=true",
+                                     headers=admin).json()] == [ban["id"], made.json()["id"]]
+    exported = {r["submission"]: r["sanction"] for r in api.get("/api/export",
+                                                                headers=admin).json()}
+    assert exported[copied["id"]] == "ignore" and exported[honest["id"]] is None
+    # the audit log: newest first, who, what, on what, and what changed
+    log = api.get("/api/audit", headers=admin).json()
+    assert [(e["actor"], e["action"], e["target"]) for e in log] == [
+        ("root", "sanction.lift", f"sanction {ban['id']}"),
+        ("root", "sanction.ban", "user bob"),
+        ("root", "contest.change", "c1"),
+        ("root", "sanction.ignore", f"submission {copied['id']}"),
+        ("root", "contest.create", "c1")]
+    assert log[2]["details"]["changed"] == {"title": ["C1", "Final"]}
+    assert log[3]["details"]["reason"] == "the same as bob's"
+    sanctioned = api.get("/api/audit?action=sanction&limit=2", headers=admin).json()
+    assert [e["action"] for e in sanctioned] == ["sanction.lift", "sanction.ban"]
+    older = api.get(f"/api/audit?before={log[1]['id']}", headers=admin).json()
+    assert [e["id"] for e in older] == [e["id"] for e in log[2:]]
+    assert api.get("/api/audit?actor=alice", headers=admin).json() == []
+    assert api.get("/api/audit", headers=auth(api, "alice")).status_code == 403

@@ -8,7 +8,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from judge.service import accounts, db, dump, store
+from judge.service import accounts, audit, db, dump, sanctions, store
 from judge.service.models import Base, Contest
 from tests.server.conftest import _postgres_database
 from tests.server.test_service import finish_with, submit
@@ -40,8 +40,10 @@ def _contest_with_history(s, config) -> str:
     finish_with(s, w1.judging_id, "AC", 80)
     _, w2 = submit(s, config, bob, problem="softmax")
     finish_with(s, w2.judging_id, "AC", 80)  # the same total, reached later
-    _, w3 = submit(s, config, bob)
+    wrong, w3 = submit(s, config, bob)
     finish_with(s, w3.judging_id, "WA", 999)
+    sanctions.impose(s, admin, "ignore", "a test of the judge", submission_id=wrong.id)
+    audit.record(s, admin, "sanction.ignore", f"submission {wrong.id}")
     _, rejudged = store.rejudge(s, admin, {"problem": "vector_add", "user": "alice"},
                                   "new baseline")
     s.commit()
@@ -72,6 +74,8 @@ def test_a_dump_loads_into_an_empty_database_with_the_same_leaderboard(s, config
         assert [r["name"] for r in board["rows"]][:2] == ["alice", "bob"]
         assert accounts.user_by_token(t, token).name == "alice"  # tokens keep working
         assert store.rejudge_progress(t, 1)["total"] == 1
+        assert [x.reason for x in sanctions.listing(t)] == ["a test of the judge"]
+        assert [e.action for e in audit.entries(t)] == ["sanction.ignore"]
         # new rows get new ids (PostgreSQL's sequences were moved past the imported ones)
         user, _ = accounts.create_user(t, "carol")
         t.flush()

@@ -110,6 +110,21 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     saved = subprocess.run([sys.executable, "-m", "judge.cli", "status", sid, "--csv", csv_file],
                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert saved.returncode == 0 and csv_file.read_text().startswith("schema_version,")
+    # an organizer's sanction and the audit log, from the command line
+    def kjudge(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "judge.cli", *args], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    ignored = kjudge("sanction", "ignore", sid, "--reason", "a test of the CLI")
+    assert ignored.returncode == 0, ignored.stderr
+    assert f"ignore submission {sid}: a test of the CLI" in ignored.stdout
+    number = ignored.stdout.split()[1].rstrip(":")
+    assert f"sanction {number}: ignore" in kjudge("sanction", "list").stdout
+    assert "admin" not in kjudge("leaderboard").stdout  # it counts nowhere now
+    lifted = kjudge("sanction", "lift", number, "--reason", "done")
+    assert lifted.returncode == 0 and "(lifted " in lifted.stdout, lifted.stderr
+    assert kjudge("sanction", "list").stdout.strip() == "no sanctions"
+    logged = kjudge("audit", "--action", "sanction").stdout.splitlines()
+    assert [line.split()[2] for line in logged] == ["sanction.lift", "sanction.ignore"]
     export = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "csv"],
                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert export.returncode == 0 and "vector_add" in export.stdout

@@ -4,27 +4,24 @@ and lifting them. The API's side and the audit log are in test_api.py."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
 
 from judge.service import accounts, sanctions, store
 from judge.service.models import AuditEntry, Contest, JudgingRow, utcnow
-from tests.server.test_service import (  # noqa: F401  (world: a fixture)
-    _contest_with_results,
-    finish_with,
-    submit,
-    world,
-)
+from tests.server.test_service import _contest_with_results, finish_with, submit
 
 
 def totals(board: dict) -> dict[str, float]:
     return {row["name"]: row["total"] for row in board["rows"]}
 
 
-def refusal(action, status: int, fragment: str) -> None:
+@contextmanager
+def refused(status: int, fragment: str):
     with pytest.raises(store.ServiceError, match=fragment) as info:
-        action()
+        yield
     assert info.value.status == status, info.value.message
 
 
@@ -64,8 +61,8 @@ def test_a_disqualified_user_counts_on_no_board_for_that_contest_and_submits_the
     s.commit()
     assert totals(store.results(s, contest).board) == {"alice": 120}
     assert "bob" not in totals(store.results(s).board)  # what he made there counts nowhere
-    refusal(lambda: submit(s, config, world["bob"], contest_slug="final"), 403,
-            "disqualified from contest final: two accounts")
+    with refused(403, "disqualified from contest final: two accounts"):
+        submit(s, config, world["bob"], contest_slug="final")
     s.rollback()
     # elsewhere he submits, and that counts
     _, work = submit(s, config, world["bob"], contest_slug="other")
@@ -82,15 +79,15 @@ def test_a_disqualified_team_takes_every_member_off_and_keeps_them_out(s, config
     _, work = submit(s, config, carol, contest_slug="final")
     finish_with(s, work.judging_id, "AC", 10)
     assert totals(store.results(s, contest).board) == {"red": 220, "blue": 10}
-    refusal(lambda: sanctions.impose(s, world["admin"], "disqualify", "x", team="green",
-                                     contest="final"), 404, "no user is in team 'green'")
+    with refused(404, "no user is in team 'green'"):
+        sanctions.impose(s, world["admin"], "disqualify", "x", team="green", contest="final")
     sanctions.impose(s, world["admin"], "disqualify", "shared code", team="red",
                      contest="final")
     s.commit()
     assert totals(store.results(s, contest).board) == {"blue": 10}
     for member in ("alice", "bob"):
-        refusal(lambda: submit(s, config, world[member], contest_slug="final"), 403,
-                "shared code")
+        with refused(403, "shared code"):
+            submit(s, config, world[member], contest_slug="final")
         s.rollback()
     submit(s, config, carol, contest_slug="final")
 
@@ -98,11 +95,12 @@ def test_a_disqualified_team_takes_every_member_off_and_keeps_them_out(s, config
 def test_a_banned_user_submits_nowhere_and_what_they_made_still_counts(s, config, world):
     _, work = submit(s, config, world["bob"])
     finish_with(s, work.judging_id, "AC", 70)
-    refusal(lambda: sanctions.impose(s, world["admin"], "ban", "x", user="root"), 422,
-            "organizer")
+    with refused(422, "organizer"):
+        sanctions.impose(s, world["admin"], "ban", "x", user="root")
     ban = sanctions.impose(s, world["admin"], "ban", "abusive messages", user="bob")
     s.commit()
-    refusal(lambda: submit(s, config, world["bob"]), 403, "banned from submitting: abusive")
+    with refused(403, "banned from submitting: abusive"):
+        submit(s, config, world["bob"])
     s.rollback()
     assert totals(store.results(s).board) == {"bob": 70}
     sanctions.lift(s, world["admin"], ban.id, "apologised")
@@ -127,16 +125,20 @@ def test_sanctions_need_a_reason_a_target_that_exists_and_no_twin(s, config, wor
             ("disqualify", "r", {"user": "bob", "team": "red", "contest": "final"}, 422,
              "not both"),
             ("disqualify", "r", {"user": "bob", "contest": "nope"}, 404, "no contest")]:
-        refusal(lambda: sanctions.impose(s, admin, kind, reason, **target), status, fragment)
+        with refused(status, fragment):
+            sanctions.impose(s, admin, kind, reason, **target)
     first = sanctions.impose(s, admin, "ignore", "copied", submission_id=submission.id)
     s.commit()
-    refusal(lambda: sanctions.impose(s, admin, "ignore", "again", submission_id=submission.id),
-            409, f"sanction {first.id} does that already")
-    refusal(lambda: sanctions.lift(s, admin, first.id, ""), 422, "say why")
+    with refused(409, f"sanction {first.id} does that already"):
+        sanctions.impose(s, admin, "ignore", "again", submission_id=submission.id)
+    with refused(422, "say why"):
+        sanctions.lift(s, admin, first.id, "")
     sanctions.lift(s, admin, first.id, "mistake")
     s.commit()
-    refusal(lambda: sanctions.lift(s, admin, first.id, "again"), 409, "lifted already")
-    refusal(lambda: sanctions.lift(s, admin, 999, "r"), 404, "no sanction 999")
+    with refused(409, "lifted already"):
+        sanctions.lift(s, admin, first.id, "again")
+    with refused(404, "no sanction 999"):
+        sanctions.lift(s, admin, 999, "r")
     again = sanctions.impose(s, admin, "ignore", "copied after all", submission_id=submission.id)
     s.commit()
     assert [x.id for x in sanctions.listing(s)] == [again.id]

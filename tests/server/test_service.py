@@ -19,16 +19,6 @@ from tests.conftest import PROBLEMS
 AC_SOURCE = 'extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {}'
 
 
-@pytest.fixture
-def world(s, config):
-    store.sync_problems(s, config)
-    admin, _ = accounts.create_user(s, "root", admin=True)
-    alice, alice_token = accounts.create_user(s, "alice")
-    bob, _ = accounts.create_user(s, "bob")
-    s.commit()
-    return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
-
-
 def record(verdict: str, score: float = 0.0) -> JudgeResult:
     return JudgeResult("vector_add", verdict=Verdict(verdict), score=score)
 

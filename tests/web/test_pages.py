@@ -369,6 +369,49 @@ def test_an_organizer_clears_a_held_result_and_system_tests_the_contest(browser,
     assert visitor.errors == [] and author.errors == [] and organizer.errors == []
 
 
+def test_an_organizer_ignores_a_submission_bans_a_user_and_reads_the_audit_log(browser,
+                                                                                 stack):
+    """Each sanction from the pages, its reason read by its subject (the notice on her
+    submission, the refusal of a new one), lifted from the organizer's table, and the audit
+    log's page listing them newest first."""
+    eve = stack.token_for("eve")
+    source = (VA / "solutions/AC/loop.cpp").read_text()
+    sid = stack.submit(eve, source)
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.goto(stack.url + f"/#/submissions/{sid}")
+    organizer.fill("#ignore input[name=reason]", "copied from a forum")
+    organizer.click("#ignore button[type=submit]")
+    organizer.wait_for_selector("#sanction:has-text('Ignored by the organizers: copied from')")
+    author = sign_in(browser, stack, eve)
+    author.goto(stack.url + f"/#/submissions/{sid}")
+    author.wait_for_selector("#sanction:has-text('copied from a forum')")
+    assert author.locator("#ignore").count() == 0  # the organizer's form only
+    organizer.goto(stack.url + "/#/admin")
+    organizer.wait_for_selector("#sanctions tr:has-text('copied from a forum')")
+    organizer.select_option("#sanction select[name=kind]", "ban")
+    organizer.fill("#sanction input[name=user]", "eve")
+    organizer.fill("#sanction input[name=reason]", "spam in the statement's comments")
+    organizer.click("#sanction button[type=submit]")
+    organizer.wait_for_selector("#sanction-result:has-text('in force')")
+    banned = organizer.locator("#sanctions tr:has-text('spam in the')")
+    banned.wait_for()
+    shot(organizer, "sanctions")
+    submit(author, stack, source, "cpp")
+    author.wait_for_selector("#submit-error:has-text('banned from submitting: spam')")
+    banned.locator("input[name=reason]").fill("apologised")
+    banned.locator("button[type=submit]").click()
+    organizer.wait_for_selector("#sanctions tr:has-text('spam in the')", state="detached")
+    organizer.click("nav a:has-text('Audit log')")
+    organizer.fill("#audit-filter input[name=action]", "sanction")
+    organizer.click("#audit-filter button[type=submit]")
+    organizer.wait_for_selector("#audit tr[data-entry] >> nth=2")
+    actions = organizer.locator("#audit .action").all_inner_texts()
+    assert actions == ["sanction.lift", "sanction.ban", "sanction.ignore"], actions
+    assert "apologised" in organizer.inner_text("#audit tr[data-entry] >> nth=0")
+    shot(organizer, "audit-log")
+    assert organizer.errors == [] and author.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

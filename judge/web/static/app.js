@@ -57,7 +57,7 @@ function every(ms, fn) {
 function renderHeader() {
   const links = [["#/problems", "Problems"], ["#/submissions", "My submissions"],
                  ["#/leaderboard", "Leaderboard"]];
-  if (state.role === "admin") links.push(["#/admin", "Organizer"]);
+  if (state.role === "admin") links.push(["#/admin", "Organizer"], ["#/audit", "Audit log"]);
   const here = location.hash.split("/").slice(0, 2).join("/");
   const shown = state.name ? links : links.filter(([href]) => href === "#/leaderboard");
   $("#nav").innerHTML = shown.map(([href, label]) =>
@@ -458,6 +458,8 @@ async function submissionPage(id) {
         + `this result counts on the boards once an organizer clears it.</p>` : ""}
       ${r.decision === "disqualified" ? `<p class="error" id="held">Disqualified by an organizer: `
         + `this result counts nowhere.</p>` : ""}
+      ${r.sanction ? `<p class="error" id="sanction">${sanctionNotice(r.sanction)}</p>` : ""}
+      ${state.role === "admin" ? ignoreForm(r) : ""}
       ${r.sandbox === "process" ? `<p class="error">Judged without isolation (the process sandbox, `
         + `for development only): this result must not count in a contest.</p>` : ""}
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
@@ -479,9 +481,35 @@ async function submissionPage(id) {
       event.preventDefault();
       if ($("#other").value) location.hash = `#/compare/${r.id}/${$("#other").value}`;
     };
+    const ignore = $("#ignore");
+    if (ignore) ignore.onsubmit = async (event) => {
+      event.preventDefault();
+      const reason = $("#ignore input[name=reason]").value;
+      try {
+        if (r.sanction && r.sanction.kind === "ignore") {
+          await api(`/api/sanctions/${r.sanction.id}/lift`, { method: "POST", body: { reason } });
+        } else {
+          await api("/api/sanctions", { method: "POST", body: { kind: "ignore", submission: r.id, reason } });
+        }
+        await load();
+      } catch (e) { banner(e.message); }
+    };
     return r.state !== "DONE" || history.some((h) => h.state !== "DONE");
   };
   if (await load()) every(1500, async () => { if (!(await load())) clearInterval(state.timer); });
+}
+
+function sanctionNotice(s) {
+  if (s.kind === "ignore") return `Ignored by the organizers: ${esc(s.reason)}. It stays here and counts nowhere.`;
+  return `Disqualified from contest ${esc(s.contest)} by the organizers: ${esc(s.reason)}. `
+    + "Results there count nowhere.";
+}
+
+function ignoreForm(r) {
+  const ignored = r.sanction && r.sanction.kind === "ignore";
+  return `<form id="ignore" class="row"><input name="reason" required size="50"
+      placeholder="${ignored ? "why it counts again" : "why it counts nowhere (its author reads this)"}">
+    <button class="secondary" type="submit">${ignored ? "Lift the ignore" : "Ignore this submission"}</button></form>`;
 }
 
 async function comparePage(a, b) {
@@ -590,6 +618,17 @@ async function adminPage() {
       judge's clock caught, a time under the floor or the roofline, a hard-tier KernelGuard rule
       (an opinion to check, not a verdict). Clear: it counts as judged. Disqualify: it counts nowhere.</p>
       <table id="review"></table>
+    <h2>Sanctions</h2><p class="muted">Each with a reason its subject reads; lifted, never deleted.
+      Ignore: a submission counts nowhere. Disqualify: a user's or team's results in a contest count
+      nowhere and they submit there no more. Ban: a user submits no more. Every action here is in the
+      <a href="#/audit">audit log</a>.</p>
+    <form id="sanction" class="row"><select name="kind"><option value="disqualify">Disqualify</option>
+        <option value="ban">Ban</option><option value="ignore">Ignore a submission</option></select>
+      <input name="user" placeholder="user"><input name="team" placeholder="or team">
+      <input name="contest" placeholder="contest"><input name="submission" placeholder="submission id" size="10">
+      <input name="reason" placeholder="reason (required)" required size="40">
+      <button type="submit">Impose</button></form><div id="sanction-result"></div>
+    <table id="sanctions"></table>
     <h2>Rejudge</h2>
     <form id="rejudge" class="stack">
       <div class="row"><input name="submission_ids" placeholder="submission ids: 3 4 9">
@@ -643,6 +682,40 @@ async function adminPage() {
         await loadReview();
       };
     }
+  };
+  const loadSanctions = async () => {
+    const rows = await api("/api/sanctions");
+    const target = (s) => s.submission ? `<a href="#/submissions/${s.submission}">submission ${s.submission}</a>`
+      : `${s.team ? "team" : "user"} ${esc(s.team || s.user)}${s.contest ? ` in ${esc(s.contest)}` : ""}`;
+    $("#sanctions").innerHTML = `<tr><th>#</th><th>sanction</th><th>on</th><th>reason</th><th>by</th><th>since</th><th></th></tr>`
+      + (rows.map((s) => `<tr data-sanction="${s.id}"><td>${s.id}</td><td>${esc(s.kind)}</td><td>${target(s)}</td>
+        <td>${esc(s.reason)}</td><td>${esc(s.created_by || "")}</td><td>${when(s.created_at)}</td>
+        <td><form class="row lift" data-lift="${s.id}"><input name="reason" placeholder="why lift it" required>
+          <button class="secondary" type="submit">Lift</button></form></td></tr>`).join("")
+      || '<tr><td colspan="7" class="muted">no sanctions in force</td></tr>');
+    for (const form of view().querySelectorAll("[data-lift]")) {
+      form.onsubmit = async (event) => {
+        event.preventDefault();
+        try {
+          await api(`/api/sanctions/${form.dataset.lift}/lift`, { method: "POST",
+            body: { reason: new FormData(form).get("reason") } });
+          await loadSanctions();
+        } catch (e) { $("#sanction-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+      };
+    }
+  };
+  $("#sanction").onsubmit = async (event) => {
+    event.preventDefault();
+    const form = Object.fromEntries(new FormData(event.target));
+    const body = { kind: form.kind, reason: form.reason };
+    for (const key of ["user", "team", "contest"]) if (form[key]) body[key] = form[key];
+    if (form.submission) body.submission = Number(form.submission);
+    try {
+      const s = await api("/api/sanctions", { method: "POST", body });
+      $("#sanction-result").innerHTML = `<p>Sanction ${s.id} in force.</p>`;
+      event.target.reset();
+      await loadSanctions();
+    } catch (e) { $("#sanction-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
   const loadUsers = async () => {
     const users = await api("/api/users");
@@ -745,7 +818,35 @@ async function adminPage() {
       await loadUsers();
     } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
-  await Promise.all([loadQueue(), loadReview(), loadUsers(), loadContests()]);
+  await Promise.all([loadQueue(), loadReview(), loadSanctions(), loadUsers(), loadContests()]);
+}
+
+async function auditPage() {
+  view().innerHTML = `<h1>Audit log</h1><p class="muted">Every organizer's action, newest first: sanctions,
+      rejudges, review decisions, system tests, contests' settings, problem reloads, accounts.
+      From the command line: <code>kjudge audit</code>.</p>
+    <form id="audit-filter" class="row"><input name="action" placeholder="action starts with, e.g. sanction">
+      <input name="actor" placeholder="organizer"><button type="submit">Filter</button></form>
+    <table id="audit"></table><button id="audit-older" class="secondary" hidden>Older</button>`;
+  let rows = [];
+  const load = async (older) => {
+    const form = Object.fromEntries(new FormData($("#audit-filter")));
+    const params = new URLSearchParams({ limit: 100 });
+    for (const key of ["action", "actor"]) if (form[key]) params.set(key, form[key]);
+    if (older && rows.length) params.set("before", rows[rows.length - 1].id);
+    const page = await api(`/api/audit?${params}`);
+    rows = older ? rows.concat(page) : page;
+    $("#audit").innerHTML = `<tr><th>when</th><th>who</th><th>action</th><th>on</th><th>details</th></tr>`
+      + (rows.map((e) => `<tr data-entry="${e.id}"><td>${when(e.at)}</td><td>${esc(e.actor)}</td>
+        <td class="action">${esc(e.action)}</td><td>${esc(e.target)}</td>
+        <td class="details">${Object.entries(e.details).map(([k, v]) =>
+          `<div><b>${esc(k)}</b> ${esc(typeof v === "string" ? v : JSON.stringify(v))}</div>`).join("")}</td></tr>`).join("")
+      || '<tr><td colspan="5" class="muted">nothing logged</td></tr>');
+    $("#audit-older").hidden = page.length < 100;
+  };
+  $("#audit-filter").onsubmit = (event) => { event.preventDefault(); load(false).catch((e) => banner(e.message)); };
+  $("#audit-older").onclick = () => load(true).catch((e) => banner(e.message));
+  await load(false);
 }
 
 function errorPage(title, message) {
@@ -763,6 +864,7 @@ const routes = [
   [/^#\/leaderboard(\?.*)?$/, leaderboardPage, false],
   [/^#\/account$/, accountPage, true],
   [/^#\/admin$/, adminPage, true],
+  [/^#\/audit$/, auditPage, true],
 ];
 async function route() {
   clearInterval(state.timer);
