@@ -32,7 +32,17 @@ from judge.judging.record import JudgeResult
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import api_accounts, audit, broker, db, dump, metrics, sanctions, store
+from judge.service import (
+    api_accounts,
+    audit,
+    broker,
+    db,
+    dump,
+    metrics,
+    rejudges,
+    sanctions,
+    store,
+)
 from judge.service.deps import (
     AdminDep,
     AuditDep,
@@ -75,6 +85,8 @@ class RejudgeIn(Body):
     user: str | None = None
     verdict: str | None = None
     since: datetime | None = None
+    staged: bool = Field(False, description="judge aside: nothing counts until it is applied "
+                         "(POST /api/rejudge/{id}/apply) after reading its diff")
 
 
 class ContestFields(Body):
@@ -357,6 +369,13 @@ def review_view(submission: Submission, judging: JudgingRow) -> dict:
             "decision_note": judging.decision_note}
 
 
+def rejudge_view(s: Session, record: Rejudge) -> dict:
+    return {"id": record.id, "reason": record.reason, "filters": record.filters,
+            "kind": record.kind, "state": rejudges.state_of(record),
+            "created_at": record.created_at, "settled_at": record.settled_at,
+            **store.rejudge_progress(s, record.id)}
+
+
 def contest_view(contest: Contest) -> dict:
     """Times with their offset (UTC): a page's clock reads a time without one as local."""
     times = {name: store.aware(getattr(contest, name))
@@ -492,11 +511,16 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/api/submissions/{submission_id}/judgings")
     def judgings(submission_id: IdInPath, s: SessionDep, user: UserDep) -> list[dict]:
+        """Its judgings, oldest first, with their rejudges' reasons; a staged rejudge's (not
+        applied) only for organizers, marked `valid: false`."""
         submission = store.get_submission(s, user, submission_id)
-        reasons = {r.id: r.reason for r in s.scalars(select(Rejudge).where(
-            Rejudge.id.in_([j.rejudge_id for j in submission.judgings if j.rejudge_id])))}
-        return [{**judging_view(j, user.is_admin, user.is_admin),
-                 "rejudge_reason": reasons.get(j.rejudge_id)} for j in submission.judgings]
+        shown = [j for j in submission.judgings if j.valid or user.is_admin]
+        reasons = {r.id: r for r in s.scalars(select(Rejudge).where(
+            Rejudge.id.in_([j.rejudge_id for j in shown if j.rejudge_id])))}
+        return [{**judging_view(j, user.is_admin, user.is_admin), "valid": j.valid,
+                 "rejudge_reason": reasons[j.rejudge_id].reason if j.rejudge_id else None,
+                 "rejudge_state": rejudges.state_of(reasons[j.rejudge_id])
+                 if j.rejudge_id else None} for j in shown]
 
     @app.get("/api/review")
     def review(s: SessionDep, _admin: AdminDep, limit: int = Query(200, ge=1, le=1000),
@@ -588,21 +612,48 @@ def _routes(app: FastAPI) -> None:
     @app.post("/api/rejudge", status_code=202)
     def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep,
                 audit_log: AuditDep) -> dict:
-        filters = body.model_dump(exclude={"reason"})
-        record, work = store.rejudge(s, audit_log.admin, filters, body.reason)
+        filters = body.model_dump(exclude={"reason", "staged"})
+        record, work = store.rejudge(s, audit_log.admin, filters, body.reason, body.staged)
         audit_log("rejudge", f"rejudge {record.id}", reason=body.reason, judgings=len(work),
-                  filters=record.filters)
+                  filters=record.filters, staged=body.staged or None)
         s.commit()
         broker.publish(config, work)
-        return {"id": record.id, **store.rejudge_progress(s, record.id)}
+        return rejudge_view(s, record)
 
     @app.get("/api/rejudge/{rejudge_id}")
     def rejudge_status(rejudge_id: IdInPath, s: SessionDep, _admin: AdminDep) -> dict:
-        record = s.get(Rejudge, rejudge_id)
-        if record is None:
-            raise store.ServiceError(404, f"no rejudge {rejudge_id}")
-        return {"id": record.id, "reason": record.reason, "filters": record.filters,
-                "created_at": record.created_at, **store.rejudge_progress(s, rejudge_id)}
+        return rejudge_view(s, rejudges.get(s, rejudge_id))
+
+    @app.get("/api/rejudges")
+    def rejudge_list(s: SessionDep, _admin: AdminDep,
+                     limit: int = Query(50, ge=1, le=500)) -> list[dict]:
+        """Rejudges and system tests, newest first, with their progress and state."""
+        found = s.scalars(select(Rejudge).order_by(Rejudge.id.desc()).limit(limit))
+        return [rejudge_view(s, record) for record in found]
+
+    @app.get("/api/rejudge/{rejudge_id}/diff")
+    def rejudge_diff(rejudge_id: IdInPath, s: SessionDep, _admin: AdminDep) -> dict:
+        """What it changes (a staged one: would change): submissions whose verdict or score
+        differ, and per board the rows whose rank or total move."""
+        return rejudges.diff(s, rejudges.get(s, rejudge_id))
+
+    @app.post("/api/rejudge/{rejudge_id}/apply")
+    def apply_rejudge(rejudge_id: IdInPath, s: SessionDep, audit_log: AuditDep) -> dict:
+        """A staged rejudge's judgings become the results, together (once all have ended)."""
+        record = rejudges.get(s, rejudge_id)
+        summary = rejudges.diff(s, record)
+        rejudges.apply(s, audit_log.admin, record)
+        audit_log("rejudge.apply", f"rejudge {rejudge_id}", changed=len(summary["changed"]),
+                  unchanged=summary["unchanged"])
+        return rejudge_view(s, record)
+
+    @app.post("/api/rejudge/{rejudge_id}/cancel")
+    def cancel_rejudge(rejudge_id: IdInPath, s: SessionDep, audit_log: AuditDep) -> dict:
+        """A staged rejudge's judgings never count; those not judged yet are dropped."""
+        record = rejudges.get(s, rejudge_id)
+        dropped = rejudges.cancel(s, audit_log.admin, record)
+        audit_log("rejudge.cancel", f"rejudge {rejudge_id}", dropped=dropped)
+        return rejudge_view(s, record)
 
     @app.get("/api/queue")
     def queue(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:

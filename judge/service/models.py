@@ -156,6 +156,11 @@ class Rejudge(Base):
                                                    index=True)
     before: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     covered: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # a staged rejudge's judgings are judged aside (`JudgingRow.valid` false) until an organizer
+    # applies it ("staged" -> "applied") or cancels it ("cancelled"); None: counted as they end
+    state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    settled_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Submission(Base):
@@ -183,6 +188,8 @@ class JudgingRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
     rejudge_id: Mapped[int | None] = mapped_column(ForeignKey("rejudges.id"), nullable=True)
+    # False: a staged rejudge's judging not applied (yet, or ever): it is no submission's result
+    valid: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     queue: Mapped[str] = mapped_column(String(100))
     state: Mapped[str] = mapped_column(String(16), default="QUEUED")  # QUEUED … DONE
     # the judging's record (judge/judging/record.py, `JudgeResult.to_dict()`), None until it ends

@@ -203,13 +203,20 @@ def current_judging(submission: Submission) -> JudgingRow | None:
     A system error is never scored as a loss: an SE judging does not replace an earlier real
     verdict (it stays in the history, flagged); it is current only when nothing else is.
     """
-    done = [j for j in submission.judgings if j.state == DONE]
+    return current_of(j for j in submission.judgings if j.valid)
+
+
+def current_of(judgings) -> JudgingRow | None:
+    """`current_judging`'s rule over these judgings (in id order)."""
+    done = [j for j in judgings if j.state == DONE]
     real = [j for j in done if j.verdict != "SE"]
     return (real or done or [None])[-1]
 
 
 def latest_judging(submission: Submission) -> JudgingRow | None:
-    return submission.judgings[-1] if submission.judgings else None
+    """The latest valid judging (a staged rejudge's is not the submission's until applied)."""
+    valid = [j for j in submission.judgings if j.valid]
+    return valid[-1] if valid else None
 
 
 def get_submission(s: Session, user: User, submission_id: int) -> Submission:
@@ -406,7 +413,14 @@ def mark_enqueued(s: Session, judging_ids: list[int]) -> None:
 
 
 # -- rejudges -------------------------------------------------------------------------------
-def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudge, list[Enqueue]]:
+STAGED, APPLIED, CANCELLED = "staged", "applied", "cancelled"  # a staged rejudge's states
+
+
+def rejudge(s: Session, admin: User, filters: dict, reason: str,
+            staged: bool = False) -> tuple[Rejudge, list[Enqueue]]:
+    """Judge the submissions the filters find again: counted as each ends, or `staged`: judged
+    aside, for an organizer to apply or cancel as a whole (judge/service/rejudges.py). A
+    submission in a staged rejudge not settled yet is in no other (409)."""
     if not reason.strip():
         raise ServiceError(422, "a rejudge needs a reason")
     query = select(Submission)
@@ -429,19 +443,31 @@ def rejudge(s: Session, admin: User, filters: dict, reason: str) -> tuple[Rejudg
         wanted = filters["verdict"]
         submissions = [x for x in submissions
                        if (current_judging(x) and current_judging(x).verdict == wanted)]
+    _refuse_staged_twice(s, [x.id for x in submissions])
     record = Rejudge(reason=reason, filters={k: (str(v) if k == "since" else v)
                                              for k, v in filters.items() if v},
-                     created_by=admin.id)
+                     created_by=admin.id, state=STAGED if staged else None)
     s.add(record)
     s.flush()
     work = []
     for submission in submissions:
         queue = live_queue(latest_judging(submission).queue) + REJUDGE_QUEUE
-        judging = JudgingRow(submission_id=submission.id, queue=queue, rejudge_id=record.id)
+        judging = JudgingRow(submission_id=submission.id, queue=queue, rejudge_id=record.id,
+                             valid=not staged)
         s.add(judging)
         s.flush()
         work.append(Enqueue(judging.id, queue, True))
     return record, work
+
+
+def _refuse_staged_twice(s: Session, submission_ids: list[int]) -> None:
+    pending = s.execute(select(JudgingRow.submission_id, Rejudge.id)
+                        .join(Rejudge, Rejudge.id == JudgingRow.rejudge_id)
+                        .where(Rejudge.state == STAGED,
+                               JudgingRow.submission_id.in_(submission_ids)).limit(1)).first()
+    if pending is not None:
+        raise ServiceError(409, f"submission {pending[0]} is in staged rejudge {pending[1]}: "
+                                "apply or cancel that one first")
 
 
 def rejudge_progress(s: Session, rejudge_id: int) -> dict:
@@ -545,7 +571,8 @@ def review_list(s: Session, limit: int = 200, undecided: bool = False
     """Submissions a judging of which is on the review list (see JudgeResult.holds), newest
     first, each with its latest such judging; `undecided`: only those no organizer decided."""
     flagged = (select(JudgingRow.submission_id, func.max(JudgingRow.id).label("judging"))
-               .where(JudgingRow.review.is_(True)).group_by(JudgingRow.submission_id)
+               .where(JudgingRow.review.is_(True), JudgingRow.valid)
+             .group_by(JudgingRow.submission_id)
                .subquery())
     query = (select(Submission, JudgingRow)
              .join(flagged, flagged.c.submission_id == Submission.id)
@@ -658,18 +685,20 @@ def held(s: Session, judging: JudgingRow) -> bool:
 
 
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
-                     cuts: tuple[tuple[int, datetime], ...] = ()):
+                     cuts: tuple[tuple[int, datetime], ...] = (),
+                     rejudge: tuple[int, bool] | None = None):
     """(user id, user name, team, problem slug, score, submitted at, submission id) of every
     submission whose current judging (see `current_judging`, the same rule in SQL) is AC and
     counts on boards (`counts_on_boards`), oldest first: what the leaderboard and the problem
-    list count; only those made before `before`, and none of a
-    frozen contest's since its freeze (`cuts`). One aggregate query over the judgings, instead
-    of loading every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
+    list count; only those made before `before`, and none of a frozen contest's since its
+    freeze (`cuts`); `rejudge` (id, counted): as if that rejudge's judgings counted, or as if it
+    had never run (a rejudge's diff). One aggregate query over the judgings, instead of loading
+    every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
     done = JudgingRow.state == DONE
     latest = (select(JudgingRow.submission_id,
                      func.max(case((JudgingRow.verdict != "SE", JudgingRow.id))).label("real"),
                      func.max(JudgingRow.id).label("any"))
-              .where(done).group_by(JudgingRow.submission_id).subquery())
+              .where(done, _valid(rejudge)).group_by(JudgingRow.submission_id).subquery())
     query = (select(User.id, User.name, User.team, ProblemRow.slug, JudgingRow.score,
                     Submission.created_at, Submission.id)
              .select_from(latest)
@@ -683,6 +712,18 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
     if contest is not None:
         query = _in_contest(query, contest, before)
     return s.execute(_cut(query, cuts)).all()
+
+
+def _valid(rejudge: tuple[int, bool] | None):
+    """Which judgings are results: the valid ones, or with `rejudge` (id, counted) as if that
+    rejudge's judgings counted (staged ones too), or as if it had never run."""
+    if rejudge is None:
+        return JudgingRow.valid
+    rejudge_id, counted = rejudge
+    if counted:
+        return or_(JudgingRow.valid, JudgingRow.rejudge_id == rejudge_id)
+    return and_(JudgingRow.valid, or_(JudgingRow.rejudge_id.is_(None),
+                                      JudgingRow.rejudge_id != rejudge_id))
 
 
 def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict]:
@@ -753,8 +794,7 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     `live=False` is what all but organizers see: a frozen contest's board as it stood at its
     freeze (with the submissions pending since), and no board or count showing what frozen
     contests' submissions did since their freeze."""
-    problems = tuple(contest.problems if contest else sorted(
-        s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
+    problems = board_problems(s, contest)
     window = (contest.id, contest.starts_at, contest.ends_at, contest.teams,
               contest.hold_flagged) if contest else None
     cuts = () if live else frozen_cuts(s)
@@ -771,9 +811,7 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
         return cached
     accepted = current_accepted(s, contest, cuts=() if frozen else cuts,
                                 before=aware(contest.freeze_at) if frozen else None)
-    covered = ({(bool(is_team), name, slug): submission_id
-                for is_team, name, slug, submission_id in tested.covered} if tested else None)
-    computed = _compute_results(key, contest, list(problems), accepted, covered)
+    computed = _compute_results(key, contest, list(problems), accepted, _covered(tested))
     if frozen:
         computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
         pending = pending_since(s, contest)
@@ -791,6 +829,26 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     with _RESULTS_LOCK:
         _RESULTS[cache_key] = computed
     return computed
+
+
+def board_problems(s: Session, contest: Contest | None) -> tuple[str, ...]:
+    return tuple(contest.problems if contest else sorted(
+        s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()))
+
+
+def _covered(tested: Rejudge | None) -> dict | None:
+    """A system test's (row is a team, row name, problem) -> the submission it judged again."""
+    return ({(bool(is_team), name, slug): submission_id
+             for is_team, name, slug, submission_id in tested.covered} if tested else None)
+
+
+def board_as_if(s: Session, contest: Contest | None, rejudge: tuple[int, bool]) -> dict:
+    """The live board as if a rejudge's judgings counted, or as if it had never run (`rejudge`:
+    (id, counted)); computed afresh, not cached: a rejudge's diff."""
+    tested = latest_system_test(s, contest) if contest is not None else None
+    accepted = current_accepted(s, contest, rejudge=rejudge)
+    return _compute_results((), contest, list(board_problems(s, contest)), accepted,
+                            _covered(tested)).board
 
 
 def _compute_results(key: tuple, contest: Contest | None, problems: list[str],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,6 +95,16 @@ def world(s, config):
     bob, _ = accounts.create_user(s, "bob")
     s.commit()
     return {"admin": admin, "alice": alice, "bob": bob, "alice_token": alice_token}
+
+
+@contextmanager
+def refused(status: int, fragment: str):
+    """The block raises the service's refusal with this status and text."""
+    from judge.service.errors import ServiceError
+
+    with pytest.raises(ServiceError, match=fragment) as info:
+        yield
+    assert info.value.status == status, info.value.message
 
 
 def problems_dir() -> Path:

@@ -4,25 +4,16 @@ and lifting them. The API's side and the audit log are in test_api.py."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from datetime import timedelta
-
-import pytest
 
 from judge.service import accounts, sanctions, store
 from judge.service.models import AuditEntry, Contest, JudgingRow, utcnow
+from tests.server.conftest import refused
 from tests.server.test_service import _contest_with_results, finish_with, submit
 
 
 def totals(board: dict) -> dict[str, float]:
     return {row["name"]: row["total"] for row in board["rows"]}
-
-
-@contextmanager
-def refused(status: int, fragment: str):
-    with pytest.raises(store.ServiceError, match=fragment) as info:
-        yield
-    assert info.value.status == status, info.value.message
 
 
 def test_an_ignored_submission_counts_nowhere_and_comes_back_when_lifted(s, config, world):
