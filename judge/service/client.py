@@ -155,11 +155,48 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
+    """Start a rejudge (`--stage`: judged aside), or read a rejudge's diff, apply or cancel a
+    staged one."""
+    client = _client(args)
+    settle = "apply" if args.apply else "cancel" if args.cancel else None
+    if settle:
+        done = client.call("POST", f"/api/rejudge/{args.apply or args.cancel}/{settle}").json()
+        print(f"rejudge {done['id']}: {done['state']}")
+        return EXIT_OK
+    if args.diff:
+        print(diff_text(client.call("GET", f"/api/rejudge/{args.diff}/diff").json()))
+        return EXIT_OK
+    if not args.reason:
+        raise CommandError("say why: --reason (or read a rejudge with --diff ID)")
     body = {"reason": args.reason, "submission_ids": args.submission, "problem": args.problem,
-            "user": args.user, "verdict": args.verdict, "since": args.since}
-    created = _client(args).call("POST", "/api/rejudge", body=body).json()
-    print(f"rejudge {created['id']}: {created['total']} judging(s) queued")
+            "user": args.user, "verdict": args.verdict, "since": args.since,
+            "staged": args.stage}
+    created = client.call("POST", "/api/rejudge", body=body).json()
+    staged = (f"; staged: nothing counts until `kjudge rejudge --apply {created['id']}` "
+              f"(read `--diff {created['id']}` first)") if args.stage else ""
+    print(f"rejudge {created['id']}: {created['total']} judging(s) queued{staged}")
     return EXIT_OK
+
+
+def diff_text(diff: dict) -> str:
+    """A rejudge's diff: the submissions it changes, then the board rows it moves."""
+    def result(r: dict | None) -> str:
+        return f"{r['verdict'] or '-'} {r['score']:.2f}" if r else "none"
+
+    lines = [f"rejudge {diff['id']} ({diff['state']}: {diff['reason']}): {len(diff['changed'])} "
+             f"changed, {diff['unchanged']} unchanged, {diff['pending']} still judging"
+             + (f", {diff['dropped']} dropped" if diff["dropped"] else "")]
+    for c in diff["changed"]:
+        lines.append(f"  submission {c['submission']}  {c['user']}  {c['problem']}  "
+                     f"{result(c['before'])} -> {result(c['after'])}")
+    for board in diff["boards"]:
+        lines.append(f"board {board['contest'] or '(all submissions)'}: "
+                     + ("no row moves" if not board["rows"] else ""))
+        for row in board["rows"]:
+            b, a = row["before"], row["after"]
+            lines.append(f"  {row['name'][:16]:<16} rank {b['rank'] or '-'} -> {a['rank'] or '-'}"
+                         f"  total {b['total']:.2f} -> {a['total']:.2f}")
+    return "\n".join(lines)
 
 
 def cmd_review(args: argparse.Namespace) -> int:
@@ -302,7 +339,14 @@ def register(sub) -> None:
     rj.add_argument("--user")
     rj.add_argument("--verdict")
     rj.add_argument("--since", help="ISO time, e.g. 2026-11-30T10:00:00Z")
-    rj.add_argument("--reason", required=True)
+    rj.add_argument("--reason", help="why (needed to start one)")
+    rj.add_argument("--stage", action="store_true",
+                    help="judge aside: nothing counts until you apply it, after its --diff")
+    settle = rj.add_mutually_exclusive_group()
+    settle.add_argument("--diff", type=int, metavar="ID",
+                        help="what a rejudge changes (would, if staged): submissions, board rows")
+    settle.add_argument("--apply", type=int, metavar="ID", help="a staged rejudge counts")
+    settle.add_argument("--cancel", type=int, metavar="ID", help="a staged rejudge never counts")
     client_args(rj)
     rj.set_defaults(func=cmd_rejudge)
 

@@ -487,3 +487,43 @@ def test_sanctions_through_the_api_reach_the_sanctioned_and_the_audit_log(api):
     assert [e["id"] for e in older] == [e["id"] for e in log[2:]]
     assert api.get("/api/audit?actor=alice", headers=admin).json() == []
     assert api.get("/api/audit", headers=auth(api, "alice")).status_code == 403
+
+
+def test_a_staged_rejudge_is_read_as_a_diff_then_applied_by_an_organizer(api):
+    from judge.service.client import diff_text
+
+    admin = auth(api, "admin")
+    first = post_submission(api).json()
+    finish(api, first["judging_id"], score=100.0)
+    staged = api.post("/api/rejudge", json={"reason": "new checker", "problem": "vector_add",
+                                            "staged": True}, headers=admin)
+    assert staged.status_code == 202 and staged.json()["state"] == "staged"
+    rid = staged.json()["id"]
+    judgings = api.get(f"/api/submissions/{first['id']}/judgings", headers=admin).json()
+    assert [(j["valid"], j["rejudge_state"]) for j in judgings] == [(True, None),
+                                                                    (False, "staged")]
+    # its author sees neither the staged judging nor a change of state
+    own = api.get(f"/api/submissions/{first['id']}/judgings", headers=auth(api, "alice")).json()
+    assert [j["judging_id"] for j in own] == [first["judging_id"]]
+    assert api.get(f"/api/submissions/{first['id']}",
+                   headers=auth(api, "alice")).json()["state"] == "DONE"
+    early = api.post(f"/api/rejudge/{rid}/apply", headers=admin)
+    assert early.status_code == 409 and "still to end" in early.json()["error"]
+    finish(api, judgings[1]["judging_id"], verdict="WA", score=0.0)
+    assert _board(api) == {"alice": 100.0}
+    diff = api.get(f"/api/rejudge/{rid}/diff", headers=admin).json()
+    assert [(c["before"]["verdict"], c["after"]["verdict"]) for c in diff["changed"]] == [
+        ("AC", "WA")]
+    assert diff["boards"] == [{"contest": None, "rows": [{
+        "name": "alice", "team": False, "before": {"rank": 1, "total": 100.0},
+        "after": {"rank": None, "total": 0.0}}]}]
+    text = diff_text(diff)
+    assert f"submission {first['id']}  alice  vector_add  AC 100.00 -> WA 0.00" in text
+    assert "alice            rank 1 -> -  total 100.00 -> 0.00" in text
+    assert api.post(f"/api/rejudge/{rid}/apply", headers=auth(api, "alice")).status_code == 403
+    applied = api.post(f"/api/rejudge/{rid}/apply", headers=admin)
+    assert applied.status_code == 200 and applied.json()["state"] == "applied"
+    assert _board(api) == {}
+    assert [r["state"] for r in api.get("/api/rejudges", headers=admin).json()] == ["applied"]
+    assert [e["action"] for e in api.get("/api/audit?action=rejudge",
+                                         headers=admin).json()] == ["rejudge.apply", "rejudge"]

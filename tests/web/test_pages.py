@@ -412,6 +412,33 @@ def test_an_organizer_ignores_a_submission_bans_a_user_and_reads_the_audit_log(b
     assert organizer.errors == [] and author.errors == []
 
 
+def test_an_organizer_stages_a_rejudge_reads_its_diff_and_applies_it(browser, stack):
+    fay = stack.token_for("fay")
+    sid = stack.submit(fay, (VA / "solutions/AC/loop.cpp").read_text())
+    assert stack.verdict(fay, sid, timeout=240)["verdict"] == "AC"
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.goto(stack.url + "/#/admin")
+    organizer.fill("#rejudge input[name=submission_ids]", str(sid))
+    organizer.fill("#rejudge input[name=reason]", "check the new timer")
+    organizer.check("#rejudge input[name=staged]")
+    organizer.click("#rejudge button[type=submit]")
+    organizer.wait_for_selector("#rejudge-diff .rejudge-state:has-text('staged')",
+                                timeout=240_000)
+    assert "Board: all submissions" in organizer.inner_text("#rejudge-diff")
+    shot(organizer, "staged-rejudge")
+    # its author's history shows no staged judging; the organizer's marks it
+    author = sign_in(browser, stack, fay)
+    author.goto(stack.url + f"/#/submissions/{sid}")
+    author.wait_for_selector("h2:has-text('Judging history')")
+    assert "check the new timer" not in author.inner_text("#view")
+    organizer.click("#rejudge-apply")
+    organizer.wait_for_selector("#rejudge-diff .rejudge-state:has-text('applied')")
+    organizer.wait_for_selector("#rejudges tr:has-text('check the new timer'):has-text('applied')")
+    author.reload()
+    author.wait_for_selector("text=check the new timer")
+    assert organizer.errors == [] and author.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

@@ -471,7 +471,7 @@ async function submissionPage(id) {
         <th>finished</th><th>rejudge reason</th></tr>
         ${history.map((h) => `<tr><td>${h.judging_id}</td><td>${h.state === "DONE" ? verdict(h.verdict) : verdict(null, h.state)}</td>
           <td class="num">${num(h.score)}</td><td>${when(h.finished_at)}</td>
-          <td>${esc(h.rejudge_reason || "")}</td></tr>`).join("")}</table>
+          <td>${esc(h.rejudge_reason || "")}${h.valid === false ? ` <span class="muted">(${esc(h.rejudge_state)}: not counted)</span>` : ""}</td></tr>`).join("")}</table>
       <h2>Compare with…</h2>
       <form id="compare" class="row"><select id="other">${mine.filter((m) => m.id !== r.id)
         .map((m) => `<option value="${m.id}">#${m.id} ${esc(m.language)} ${esc(m.verdict || m.state)}</option>`).join("")}</select>
@@ -635,7 +635,10 @@ async function adminPage() {
         <input name="problem" placeholder="problem"><input name="user" placeholder="user">
         <input name="verdict" placeholder="verdict"><input name="since" type="datetime-local"></div>
       <input name="reason" placeholder="reason (required)" required size="60">
+      <label><input type="checkbox" name="staged"> staged: judged aside; nothing counts until you
+        read its diff and apply it</label>
       <button type="submit">Rejudge</button><div id="rejudge-result"></div></form>
+    <table id="rejudges"></table>
     <h2>Problems</h2><button id="reload" class="secondary">Reload problem folders</button>
     <div id="reload-result"></div>
     <h2>Contests</h2><table id="contests"></table>
@@ -790,15 +793,55 @@ async function adminPage() {
     if (form.submission_ids) body.submission_ids = form.submission_ids.split(/[\s,]+/).filter(Boolean).map(Number);
     for (const key of ["problem", "user", "verdict"]) if (form[key]) body[key] = form[key];
     if (form.since) body.since = new Date(form.since).toISOString();
+    if (form.staged) body.staged = true;
     try {
       const r = await api("/api/rejudge", { method: "POST", body });
       const show = async () => {
         const p = await api(`/api/rejudge/${r.id}`);
         $("#rejudge-result").innerHTML = `<p id="rejudge-progress">Rejudge ${p.id}: ${p.done} of ${p.total} done</p>`;
+        if (p.pending === 0 && p.state === "staged") await showDiff(p.id);
         return p.pending > 0;
       };
-      if (await show()) every(1500, async () => { await loadQueue(); if (!(await show())) clearInterval(state.timer); });
+      await loadRejudges();
+      if (await show()) every(1500, async () => { await loadQueue(); if (!(await show())) { clearInterval(state.timer); await loadRejudges(); } });
     } catch (e) { $("#rejudge-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  const result = (r) => r ? `${esc(r.verdict || "–")} ${num(r.score)}` : "–";
+  const showDiff = async (id) => {
+    const d = await api(`/api/rejudge/${id}/diff`);
+    $("#rejudge-result").innerHTML = `<div id="rejudge-diff"><p>Rejudge ${d.id} (<b class="rejudge-state">${esc(d.state)}</b>:
+        ${esc(d.reason)}): ${d.changed.length} changed, ${d.unchanged} unchanged, ${d.pending} still judging
+        ${d.dropped ? `, ${d.dropped} dropped` : ""}</p>
+      <table class="changed"><tr><th>#</th><th>user</th><th>problem</th><th>before</th><th>after</th></tr>
+        ${d.changed.map((c) => `<tr><td><a href="#/submissions/${c.submission}">${c.submission}</a></td>
+          <td>${esc(c.user)}</td><td>${esc(c.problem)}</td><td>${result(c.before)}</td><td>${result(c.after)}</td></tr>`).join("")
+          || '<tr><td colspan="5" class="muted">no result changes</td></tr>'}</table>
+      ${d.boards.map((b) => `<h3>Board: ${esc(b.contest || "all submissions")}</h3>
+        <table class="moved"><tr><th>row</th><th class="num">rank</th><th class="num">total</th></tr>
+        ${b.rows.map((row) => `<tr><td>${esc(row.name)}</td><td class="num">${row.before.rank ?? "–"} → ${row.after.rank ?? "–"}</td>
+          <td class="num">${num(row.before.total)} → ${num(row.after.total)}</td></tr>`).join("")
+          || '<tr><td colspan="3" class="muted">no row moves</td></tr>'}</table>`).join("")}
+      ${d.state === "staged" ? `<p><button id="rejudge-apply" ${d.pending ? "disabled" : ""}>Apply: these become the results</button>
+        <button id="rejudge-cancel" class="secondary">Cancel: none of it counts</button></p>` : ""}</div>`;
+    for (const [button, action] of [["#rejudge-apply", "apply"], ["#rejudge-cancel", "cancel"]]) {
+      const el = $(button);
+      if (el) el.onclick = async () => {
+        try {
+          await api(`/api/rejudge/${id}/${action}`, { method: "POST" });
+          await Promise.all([showDiff(id), loadRejudges()]);
+        } catch (e) { banner(e.message); }
+      };
+    }
+  };
+  const loadRejudges = async () => {
+    const rows = await api("/api/rejudges?limit=20");
+    $("#rejudges").innerHTML = rows.length ? `<tr><th>#</th><th>reason</th><th>state</th><th class="num">done</th><th>when</th><th></th></tr>`
+      + rows.map((r) => `<tr data-rejudge="${r.id}"><td>${r.id}</td><td>${esc(r.reason)}</td><td>${esc(r.state)}</td>
+        <td class="num">${r.done} / ${r.total}</td><td>${when(r.created_at)}</td>
+        <td><button class="secondary" data-diff="${r.id}">Diff</button></td></tr>`).join("") : "";
+    for (const button of view().querySelectorAll("[data-diff]")) {
+      button.onclick = () => showDiff(button.dataset.diff).catch((e) => banner(e.message));
+    }
   };
   $("#reload").onclick = async () => {
     try {
@@ -818,7 +861,8 @@ async function adminPage() {
       await loadUsers();
     } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
-  await Promise.all([loadQueue(), loadReview(), loadSanctions(), loadUsers(), loadContests()]);
+  await Promise.all([loadQueue(), loadReview(), loadSanctions(), loadRejudges(), loadUsers(),
+    loadContests()]);
 }
 
 async function auditPage() {
