@@ -69,6 +69,8 @@ class Settings:
                                  "(a problem's `limits.source_kb` may be lower)", "service")
     submissions_per_minute: int = setting("KJUDGE_SUBMISSIONS_PER_MINUTE", 10,
                                           "per contestant (admins are not limited)", "service")
+    questions_per_hour: int = setting("KJUDGE_QUESTIONS_PER_HOUR", 20, "clarification "
+                                      "requests per contestant", "service")
     stale_after_s: int = setting("KJUDGE_STALE_AFTER_S", 30, "a judging whose worker has not "
                                  "beaten for this long is requeued", "service")
     max_attempts: int = setting("KJUDGE_MAX_ATTEMPTS", 3, "workers lost by one judging before "

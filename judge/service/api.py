@@ -36,6 +36,7 @@ from judge.service import (
     api_accounts,
     audit,
     broker,
+    clarifications,
     db,
     dump,
     metrics,
@@ -132,6 +133,25 @@ class SanctionIn(Body):
 
 class LiftIn(Body):
     reason: str = Field(max_length=2000)
+
+
+class QuestionIn(Body):
+    text: str = Field(max_length=clarifications.MAX_TEXT)
+    problem: str | None = None
+    contest: str | None = None
+
+
+class AnswerIn(Body):
+    text: str = Field(max_length=clarifications.MAX_TEXT)
+    public: bool = Field(False, description="to everyone (the asker's name is not shown)")
+
+
+class AnnouncementIn(QuestionIn):
+    pass
+
+
+class ReadIn(Body):
+    ids: list[RowId] | None = Field(None, description="none: everything this user reads")
 
 
 class ContestIn(ContestFields):
@@ -580,6 +600,43 @@ def _routes(app: FastAPI) -> None:
         name, `before` an entry id (the next page)."""
         return [audit.view(e) for e in audit.entries(s, limit, action, actor, before)]
 
+    @app.get("/api/clarifications")
+    def clarification_list(s: SessionDep, user: UserDep, contest: str | None = None,
+                           unread: bool = False) -> list[dict]:
+        """Newest first: announcements, public answers and one's own questions (organizers:
+        all); `unread`: only those answered or announced since one last read them (organizers:
+        questions not answered yet)."""
+        return [clarifications.view(clar, is_unread, user.is_admin)
+                for clar, is_unread in clarifications.listing(s, user, contest, unread)]
+
+    @app.post("/api/clarifications", status_code=201)
+    def ask(body: QuestionIn, s: SessionDep, config: SettingsDep, user: UserDep) -> dict:
+        """A question to the organizers, about a problem or a contest or neither."""
+        clar = clarifications.ask(s, config, user, body.text, body.problem, body.contest)
+        return clarifications.view(clar, False, user.is_admin)
+
+    @app.post("/api/clarifications/read")
+    def read_clarifications(body: ReadIn, s: SessionDep, user: UserDep) -> dict:
+        return {"read": clarifications.mark_read(s, user, body.ids)}
+
+    @app.post("/api/clarifications/{clarification_id}/answer")
+    def answer(clarification_id: IdInPath, body: AnswerIn, s: SessionDep,
+               audit_log: AuditDep) -> dict:
+        clar = clarifications.answer(s, audit_log.admin, clarification_id, body.text,
+                                     body.public)
+        audit_log("clarification.answer", f"clarification {clar.id}", public=body.public,
+                  text=body.text)
+        return clarifications.view(clar, False, True)
+
+    @app.post("/api/announcements", status_code=201)
+    def announce(body: AnnouncementIn, s: SessionDep, audit_log: AuditDep) -> dict:
+        """To every contestant (of the contest, if one is named: it shows in its lists)."""
+        clar = clarifications.announce(s, audit_log.admin, body.text, body.contest,
+                                       body.problem)
+        audit_log("announcement", f"clarification {clar.id}", contest=body.contest,
+                  text=body.text)
+        return clarifications.view(clar, False, True)
+
     @app.get("/api/leaderboard")
     def leaderboard(s: SessionDep, contest: str | None = None,
                     user: OptionalUserDep = None) -> Response:
@@ -725,9 +782,12 @@ def _routes(app: FastAPI) -> None:
         return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))]
 
     @app.get("/api/export")
-    def export(s: SessionDep, _admin: AdminDep, format: str = "json"):
+    def export(s: SessionDep, admin: AdminDep, format: str = "json"):
         if format == "dump":  # the whole database, for `kjudge db import`
             return dump.export_dump(s)
+        if format == "clarifications":  # every question, answer and announcement
+            return [clarifications.view(clar, False, True)
+                    for clar, _ in reversed(clarifications.listing(s, admin))]
         rows = []
         every = list(s.scalars(select(Submission).order_by(Submission.id)))
         held_off = sanctions.affecting(s, every)
@@ -755,5 +815,5 @@ def _routes(app: FastAPI) -> None:
             writer.writerows(rows)
             return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
         if format != "json":
-            raise store.ServiceError(422, "format must be csv, json or dump")
+            raise store.ServiceError(422, "format must be csv, json, clarifications or dump")
         return rows

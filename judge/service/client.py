@@ -1,5 +1,5 @@
 """Client commands of `kjudge` over the REST API: submit, status, rejudge, review, sanction,
-audit, system-test, leaderboard, export.
+audit, clar, system-test, leaderboard, export.
 
 The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
 HTTP package (or torch) costs.
@@ -267,6 +267,46 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_clar(args: argparse.Namespace) -> int:
+    """Clarifications: read them (and mark them read), ask, answer, announce."""
+    client = _client(args)
+    if args.action == "ask":
+        made = client.call("POST", "/api/clarifications", body={
+            "text": args.text, "problem": args.problem, "contest": args.contest}).json()
+        print(f"question {made['id']} sent; its answer shows in `kjudge clar`")
+    elif args.action == "answer":
+        client.call("POST", f"/api/clarifications/{args.id}/answer",
+                    body={"text": args.text, "public": args.public})
+        print(f"question {args.id} answered" + (" to everyone" if args.public else ""))
+    elif args.action == "announce":
+        made = client.call("POST", "/api/announcements", body={
+            "text": args.text, "problem": args.problem, "contest": args.contest}).json()
+        print(f"announcement {made['id']} sent")
+    else:
+        params = {"unread": args.unread, **({"contest": args.contest} if args.contest else {})}
+        rows = client.call("GET", "/api/clarifications", params=params).json()
+        print("\n".join(clar_text(row) for row in rows) if rows else "no clarifications")
+        if rows:
+            client.call("POST", "/api/clarifications/read", body={"ids": [r["id"] for r in rows]})
+    return EXIT_OK
+
+
+def clar_text(row: dict) -> str:
+    """One clarification: `*` when unread, what it is about, the question, the answer."""
+    about = " ".join(x for x in (row["contest"], row["problem"]) if x) or "general"
+    kind = ("announcement" if row["announcement"] else
+            "answered to everyone" if row["public"] else
+            "answered" if row["answer"] else "not answered yet")
+    who = f" from {row['asked_by']}" if row.get("asked_by") else ""
+    lines = [f"{'*' if row['unread'] else ' '} #{row['id']}  "
+             f"{(row['answered_at'] or row['created_at'])[:16]}  {about}  ({kind}{who})"]
+    if row["question"]:
+        lines.append(f"    Q: {row['question']}")
+    if row["answer"]:
+        lines.append(f"    A: {row['answer']}")
+    return "\n".join(lines)
+
+
 def cmd_system_test(args: argparse.Namespace) -> int:
     """A contest's system test: start one (`--start`), or its progress and each row before and
     after."""
@@ -391,6 +431,28 @@ def register(sub) -> None:
     client_args(au)
     au.set_defaults(func=cmd_audit)
 
+    cl = sub.add_parser("clar", help="clarifications and announcements: read them (marked * "
+                        "when unread), ask; answer and announce (admin)")
+    cl.add_argument("--contest", help="with ask/announce: about this contest; listing: its own "
+                    "and the general ones")
+    cl.add_argument("--unread", action="store_true", help="only unread ones")
+    client_args(cl)
+    cl.set_defaults(func=cmd_clar, action="list")
+    clar_actions = cl.add_subparsers(dest="action")
+    ask = clar_actions.add_parser("ask", help="a question to the organizers")
+    ann = clar_actions.add_parser("announce", help="to every contestant (admin)")
+    for p in (ask, ann):
+        p.add_argument("text")
+        p.add_argument("--problem")
+        p.add_argument("--contest")
+    ans = clar_actions.add_parser("answer", help="answer a question (admin)")
+    ans.add_argument("id", type=int)
+    ans.add_argument("text")
+    ans.add_argument("--public", action="store_true", help="to everyone, not only the asker")
+    for p in (ask, ann, ans):
+        client_args(p)
+        p.set_defaults(func=cmd_clar, problem=None, contest=None)
+
     sy = sub.add_parser("system-test", help="a contest's system test: before and after per row; "
                         "--start one now (admin)")
     sy.add_argument("contest")
@@ -406,7 +468,7 @@ def register(sub) -> None:
     lb.set_defaults(func=cmd_leaderboard)
 
     ex = sub.add_parser("export", help="export current results, or the whole database (admin)")
-    ex.add_argument("--format", choices=["csv", "json", "dump"], default="csv",
+    ex.add_argument("--format", choices=["csv", "json", "clarifications", "dump"], default="csv",
                     help="dump: every table, for `kjudge db import` on a new database")
     client_args(ex)
     ex.set_defaults(func=cmd_export)

@@ -277,6 +277,40 @@ class AuditEntry(Base):
     actor: Mapped[User | None] = relationship()
 
 
+class Clarification(Base):
+    """A contestant's question and the organizers' answer (to the asker, or `public`: to
+    everyone), or an organizer's announcement (no asker, no question, public)."""
+
+    __tablename__ = "clarifications"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True,
+                                                   index=True)
+    problem: Mapped[str | None] = mapped_column(String(64), nullable=True)  # its slug
+    asked_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True,
+                                                 index=True)
+    question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answer: Mapped[str | None] = mapped_column(Text, nullable=True)
+    answered_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    public: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    asker: Mapped[User | None] = relationship(foreign_keys=[asked_by])
+    contest: Mapped[Contest | None] = relationship()
+
+
+class ClarificationRead(Base):
+    """When a user last read a clarification: it is unread again once answered after that."""
+
+    __tablename__ = "clarification_reads"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    clarification_id: Mapped[int] = mapped_column(ForeignKey("clarifications.id"),
+                                                  primary_key=True)
+    read_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Counter(Base):
     """Named counters; `results` moves with every judging that ends (the leaderboard's cache
     key, see service.results)."""

@@ -36,26 +36,13 @@ from judge.service.models import (
     record_columns,
     utcnow,
 )
+from judge.service.times import aware
 from judge.settings import Settings
 from judge.verdicts import State, Verdict
 
 log = logging.getLogger("kjudge.service")
 DONE = State.DONE.value
 QUEUED = State.QUEUED.value
-
-
-def seconds_between(earlier: datetime | None, later: datetime | None) -> float | None:
-    """Seconds from one stored moment to another (None when either is missing)."""
-    if earlier is None or later is None:
-        return None
-    return max((aware(later) - aware(earlier)).total_seconds(), 0.0)
-
-
-def aware(moment: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes: they are UTC."""
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment
 
 
 # -- problems and contests -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from judge.host import processes
 from judge.judging.record import JudgeResult
-from judge.service import db, metrics, store
+from judge.service import db, metrics, store, times
 from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow
 from judge.settings import Settings, settings
@@ -214,7 +214,7 @@ def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
         submission = judging.submission
         source, language = submission.source, submission.language
         problem_path = submission.problem.path
-        waited = store.seconds_between(judging.queued_at, judging.started_at)
+        waited = times.seconds_between(judging.queued_at, judging.started_at)
         requested = {"language": language, "queue": judging.queue}
 
     def on_state(state: State) -> None:

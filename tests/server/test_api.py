@@ -527,3 +527,37 @@ def test_a_staged_rejudge_is_read_as_a_diff_then_applied_by_an_organizer(api):
     assert [r["state"] for r in api.get("/api/rejudges", headers=admin).json()] == ["applied"]
     assert [e["action"] for e in api.get("/api/audit?action=rejudge",
                                          headers=admin).json()] == ["rejudge.apply", "rejudge"]
+
+
+def test_a_question_its_answer_an_announcement_and_who_reads_them(api):
+    from judge.service.client import clar_text
+
+    admin, alice, bob = auth(api, "admin"), auth(api, "alice"), auth(api, "bob")
+    asked = api.post("/api/clarifications", json={"text": "Is n even?", "problem": "vector_add"},
+                     headers=alice)
+    assert asked.status_code == 201, asked.text
+    qid = asked.json()["id"]
+    assert api.post(f"/api/clarifications/{qid}/answer", json={"text": "no"},
+                    headers=bob).status_code == 403
+    assert api.post("/api/announcements", json={"text": "hi"}, headers=bob).status_code == 403
+    todo = api.get("/api/clarifications?unread=true", headers=admin).json()
+    assert [(c["id"], c["asked_by"]) for c in todo] == [(qid, "alice")]
+    answered = api.post(f"/api/clarifications/{qid}/answer",
+                        json={"text": "Not always.", "public": True}, headers=admin)
+    assert answered.status_code == 200 and answered.json()["public"] is True
+    note = api.post("/api/announcements", json={"text": "Baseline fixed."}, headers=admin)
+    assert note.status_code == 201
+    unread = api.get("/api/clarifications?unread=true", headers=bob).json()
+    assert [c["answer"] for c in unread] == ["Baseline fixed.", "Not always."]
+    assert "asked_by" not in unread[1]
+    assert clar_text(unread[1]).splitlines()[1:] == ["    Q: Is n even?", "    A: Not always."]
+    assert clar_text(unread[1]).startswith(f"* #{qid} ") and "(answered to everyone)" in \
+        clar_text(unread[1])
+    assert api.post("/api/clarifications/read", json={}, headers=bob).json() == {"read": 2}
+    assert api.get("/api/clarifications?unread=true", headers=bob).json() == []
+    assert len(api.get("/api/clarifications?unread=true", headers=alice).json()) == 2
+    exported = api.get("/api/export?format=clarifications", headers=admin).json()
+    assert [(c["question"], c["answer"]) for c in exported] == [
+        ("Is n even?", "Not always."), (None, "Baseline fixed.")]
+    assert [e["action"] for e in api.get("/api/audit", headers=admin).json()] == [
+        "announcement", "clarification.answer"]
