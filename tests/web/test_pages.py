@@ -439,6 +439,47 @@ def test_an_organizer_stages_a_rejudge_reads_its_diff_and_applies_it(browser, st
     assert organizer.errors == [] and author.errors == []
 
 
+def test_a_question_answered_to_everyone_and_an_announcement_show_on_every_page(browser,
+                                                                                  stack):
+    gus = sign_in(browser, stack, stack.token_for("gus"))
+    hal = sign_in(browser, stack, stack.token_for("hal"))
+    gus.click("nav a:has-text('Clarifications')")
+    gus.select_option("#ask select[name=problem]", "vector_add")
+    gus.fill("#ask textarea[name=text]", "Can n be odd?")
+    gus.click("#ask button[type=submit]")
+    gus.wait_for_selector(".clar:has-text('Can n be odd?'):has-text('not answered yet')")
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.wait_for_selector("#unread:has-text('1 question waiting for an answer')")
+    organizer.click("#unread a")
+    question = organizer.locator(".clar:has-text('Can n be odd?')")
+    assert "from gus" in question.inner_text()
+    question.locator("textarea[name=text]").fill("Yes: n100003 is odd.")
+    question.locator("input[name=public]").check()
+    question.locator("button[type=submit]").click()
+    organizer.wait_for_selector(".clar:has-text('answered to everyone')")
+    organizer.wait_for_selector("#unread", state="hidden")
+    organizer.fill("#ask textarea[name=text]", "The board freezes an hour before the end.")
+    organizer.click("#ask button[type=submit]")
+    organizer.wait_for_selector(".clar:has-text('The board freezes')")
+    # on whatever page they are, the others see what is new for them, until they read it
+    hal.goto(stack.url + "/#/leaderboard")
+    hal.wait_for_selector("#unread:has-text('Announcement: The board freezes')")
+    assert "Yes: n100003 is odd." in hal.inner_text("#unread")
+    assert "gus" not in hal.inner_text("#unread")
+    shot(hal, "unread-clarifications")
+    hal.click("#mark-read")
+    hal.wait_for_selector("#unread", state="hidden")
+    hal.reload()
+    hal.wait_for_selector("#board, h1")
+    assert hal.locator("#unread").is_hidden()
+    gus.goto(stack.url + "/#/problems")
+    gus.wait_for_selector("#unread:has-text('Yes: n100003 is odd.')")
+    gus.click("#unread a:has-text('All clarifications')")
+    gus.wait_for_selector(".clar.is-unread:has-text('Can n be odd?')")
+    gus.wait_for_selector("#unread", state="hidden")  # read on that page
+    assert gus.errors == [] and hal.errors == [] and organizer.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

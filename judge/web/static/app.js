@@ -2,7 +2,7 @@
 "use strict";
 
 // who is signed in comes from GET /api/me: the session is an HttpOnly cookie scripts never see
-const state = { name: null, role: null, team: null, timer: null, clockTimer: null };
+const state = { name: null, role: null, team: null, timer: null, clockTimer: null, unreadTimer: null };
 // earlier versions kept the API token in localStorage, where any script could read it
 for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -56,7 +56,7 @@ function every(ms, fn) {
 // -- chrome -----------------------------------------------------------------------------------
 function renderHeader() {
   const links = [["#/problems", "Problems"], ["#/submissions", "My submissions"],
-                 ["#/leaderboard", "Leaderboard"]];
+                 ["#/leaderboard", "Leaderboard"], ["#/clarifications", "Clarifications"]];
   if (state.role === "admin") links.push(["#/admin", "Organizer"], ["#/audit", "Audit log"]);
   const here = location.hash.split("/").slice(0, 2).join("/");
   const shown = state.name ? links : links.filter(([href]) => href === "#/leaderboard");
@@ -103,6 +103,30 @@ async function startClock() {
   tick();
   state.clockTimer = setInterval(tick, 1000);
 }
+// unread clarifications on every page: answers and announcements for contestants, questions
+// not answered yet for organizers
+async function showUnread() {
+  const box = $("#unread");
+  if (!state.name) { box.hidden = true; return; }
+  let rows = [];
+  try { rows = await api("/api/clarifications?unread=true"); } catch { return; }
+  box.hidden = rows.length === 0;
+  if (!rows.length) return;
+  if (state.role === "admin") {
+    box.innerHTML = `<a href="#/clarifications">${rows.length} question${rows.length > 1 ? "s" : ""} waiting for an answer</a>`;
+    return;
+  }
+  box.innerHTML = rows.map((c) => `<div class="item"><b>${c.announcement ? "Announcement" : "Answer"}${
+      c.problem ? ` (${esc(c.problem)})` : ""}:</b> ${c.question ? `<span class="muted">${esc(c.question)}</span> → ` : ""}${
+      esc(c.answer)}</div>`).join("")
+    + `<div class="row"><a href="#/clarifications">All clarifications</a>
+      <button class="secondary" id="mark-read">Mark read</button></div>`;
+  $("#mark-read").onclick = async () => {
+    await api("/api/clarifications/read", { method: "POST", body: { ids: rows.map((c) => c.id) } });
+    await showUnread();
+  };
+}
+
 function duration(ms) {
   const s = Math.floor(ms / 1000);
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
@@ -865,6 +889,59 @@ async function adminPage() {
     loadContests()]);
 }
 
+async function clarificationsPage() {
+  const admin = state.role === "admin";
+  const [rows, problems, contests] = await Promise.all([api("/api/clarifications"),
+    api("/api/problems"), api("/api/contests")]);
+  const options = (items, empty) => `<option value="">${empty}</option>` + items.map((x) =>
+    `<option value="${esc(x.slug)}">${esc(x.title || x.slug)}</option>`).join("");
+  const about = (c) => [c.contest, c.problem].filter(Boolean).map(esc).join(" · ") || "general";
+  view().innerHTML = `<h1>Clarifications</h1>
+    <form id="ask" class="stack"><div class="row"><select name="problem">${options(problems, "any problem")}</select>
+        <select name="contest">${options(contests, "no contest")}</select></div>
+      <textarea name="text" required placeholder="${admin ? "an announcement to every contestant" : "your question to the organizers"}"></textarea>
+      <button type="submit">${admin ? "Announce" : "Ask"}</button><div id="ask-result"></div></form>
+    <div id="clars">${rows.map((c) => `<div class="clar${c.unread ? " is-unread" : ""}" data-clar="${c.id}">
+        <div class="muted">#${c.id} · ${about(c)} · ${c.announcement ? "announcement"
+          : c.answer ? (c.public ? "answered to everyone" : "answered") : "not answered yet"}
+          ${c.asked_by ? ` · from ${esc(c.asked_by)}` : ""} · ${when(c.answered_at || c.created_at)}</div>
+        ${c.question ? `<p><b>Q:</b> ${esc(c.question)}</p>` : ""}
+        ${c.answer ? `<p class="answer"><b>${c.announcement ? "" : "A: "}</b>${esc(c.answer)}</p>` : ""}
+        ${admin && c.question ? `<form class="stack answer-form" data-answer="${c.id}">
+          <textarea name="text" required placeholder="the answer">${esc(c.answer || "")}</textarea>
+          <label><input type="checkbox" name="public" ${c.public ? "checked" : ""}> to everyone (the asker's name is not shown)</label>
+          <button type="submit" class="secondary">${c.answer ? "Answer again" : "Answer"}</button></form>` : ""}
+      </div>`).join("") || '<p class="muted">No clarifications yet.</p>'}</div>`;
+  $("#ask").onsubmit = async (event) => {
+    event.preventDefault();
+    const form = Object.fromEntries(new FormData(event.target));
+    const body = { text: form.text };
+    if (form.problem) body.problem = form.problem;
+    if (form.contest) body.contest = form.contest;
+    try {
+      await api(admin ? "/api/announcements" : "/api/clarifications", { method: "POST", body });
+      await clarificationsPage();
+    } catch (e) { $("#ask-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
+  for (const form of view().querySelectorAll("[data-answer]")) {
+    form.onsubmit = async (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      try {
+        await api(`/api/clarifications/${form.dataset.answer}/answer`, { method: "POST",
+          body: { text: data.get("text"), public: data.get("public") === "on" } });
+        await clarificationsPage();
+        await showUnread();
+      } catch (e) { banner(e.message); }
+    };
+  }
+  // read on this page: the strip on every page clears
+  if (!admin && rows.some((c) => c.unread)) {
+    await api("/api/clarifications/read", { method: "POST", body: {} });
+    await showUnread();
+  }
+}
+
 async function auditPage() {
   view().innerHTML = `<h1>Audit log</h1><p class="muted">Every organizer's action, newest first: sanctions,
       rejudges, review decisions, system tests, contests' settings, problem reloads, accounts.
@@ -909,12 +986,16 @@ const routes = [
   [/^#\/account$/, accountPage, true],
   [/^#\/admin$/, adminPage, true],
   [/^#\/audit$/, auditPage, true],
+  [/^#\/clarifications$/, clarificationsPage, true],
 ];
 async function route() {
   clearInterval(state.timer);
   banner("");
   if (!location.hash || location.hash === "#/") location.hash = state.name ? "#/problems" : "#/signin";
   renderHeader();
+  showUnread();
+  clearInterval(state.unreadTimer);
+  state.unreadTimer = setInterval(showUnread, 20000);
   for (const [pattern, page, needsToken] of routes) {
     const match = location.hash.match(pattern);
     if (!match) continue;
