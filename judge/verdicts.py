@@ -30,3 +30,8 @@ class State(str, Enum):
 def overall_verdict(test_verdicts: list[Verdict]) -> Verdict:
     """The first non-AC test point's verdict, in test order; AC when all pass (SPEC §4)."""
     return next((v for v in test_verdicts if v is not Verdict.AC), Verdict.AC)
+
+
+# A submission's mode: only ranked ones count on boards; benchmark ones are judged and timed;
+# test ones are judged on their sample points only, correctness only (no timing)
+RANKED, BENCHMARK, TEST = SUBMISSION_MODES = ("ranked", "benchmark", "test")

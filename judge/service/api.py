@@ -14,7 +14,7 @@ import threading
 import time
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -65,18 +65,27 @@ from judge.service.models import (
     User,
 )
 from judge.settings import Settings, settings
-from judge.verdicts import State
+from judge.verdicts import SUBMISSION_MODES, State
 
 log = logging.getLogger("kjudge.api")
 JANITOR_INTERVAL_S = 5.0
 
 
 # -- request bodies --------------------------------------------------------------------------
+Mode = Literal[SUBMISSION_MODES]  # a submission's mode
 class SubmissionIn(Body):
     problem: str
     language: str
     source: str
     contest: str | None = None
+    mode: Mode = Field(
+        "ranked", description="ranked: counts on the boards; benchmark: judged and timed, "
+        "counted nowhere; test: the sample points only, correctness only, counted nowhere")
+
+
+class Quota(Body):
+    per_hour: int | None = Field(None, ge=0, description="per user and problem, in any hour")
+    per_contest: int | None = Field(None, ge=0, description="per user and problem, in all")
 
 
 class RejudgeIn(Body):
@@ -106,6 +115,8 @@ class ContestFields(Body):
                                      "again on fresh seeds and the final board counts those "
                                      "(default)")
     teams: bool | None = Field(None, description="ranked by the users' teams")
+    quotas: dict[Mode, Quota] | None = Field(
+        None, description="caps per submission mode (0: the mode is refused)")
     freeze_at: datetime | None = Field(None, description="from then, all but organizers see "
                                        "the board as it stood")
     thaw_at: datetime | None = Field(None, description="when the final board is published")
@@ -172,7 +183,7 @@ ERRORS = {status: {"model": ErrorOut, "description": what} for status, what in {
     400: "the body is not JSON", 401: "no valid token", 403: "not allowed for this user",
     404: "no such thing", 409: "conflicts with what exists", 413: "source or body over the limit",
     422: "malformed request, or a submission this problem or contest cannot take",
-    429: "too many submissions in a minute",
+    429: "over a rate or a quota: the message says when the next is taken (Retry-After)",
     503: "the database is unreachable for a moment (Retry-After)"}.items()}
 
 
@@ -272,7 +283,9 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
 
     @app.exception_handler(store.ServiceError)
     async def _service_error(_request: Request, exc: store.ServiceError):
-        return JSONResponse({"error": exc.message}, status_code=exc.status)
+        headers = ({"Retry-After": str(max(round(exc.retry_after_s), 1))}
+                   if exc.retry_after_s is not None else None)
+        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
 
     @app.exception_handler(DBAPIError)
     async def _database_error(_request: Request, exc: DBAPIError):
@@ -362,7 +375,8 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     latest = store.latest_judging(submission)
     view = {
         "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
-        "language": submission.language, "created_at": submission.created_at,
+        "language": submission.language, "mode": submission.mode,
+        "created_at": submission.created_at,
         "verdict": None, "score": 0.0, "speedup": None, "time_ms": None, "memory_mb": None,
         "tests": [],
     }
@@ -403,6 +417,7 @@ def contest_view(contest: Contest) -> dict:
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
             "teams": contest.teams, "hold_flagged": contest.hold_flagged,
+            "quotas": contest.quotas,
             "system_test": contest.system_test, **times,
             "frozen": store.contest_frozen(contest), "state": store.contest_state(contest)}
 
@@ -482,7 +497,7 @@ def _routes(app: FastAPI) -> None:
     def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
                           user: UserDep, request: Request) -> dict:
         submission, work = store.submit(s, config, user, body.problem, body.language,
-                                          body.source, body.contest)
+                                        body.source, body.contest, body.mode)
         s.commit()  # stored before it is published: a broker failure loses nothing
         request.app.state.publisher.send([work])
         return {"id": submission.id, "judging_id": work.judging_id, "state": "QUEUED"}
@@ -777,6 +792,14 @@ def _routes(app: FastAPI) -> None:
         score before and after."""
         return store.system_test_report(s, store.get_contest(s, slug))
 
+    @app.get("/api/contests/{slug}/quota/{problem}")
+    def quota(slug: str, problem: str, s: SessionDep, user: UserDep) -> dict:
+        """What this user has left per capped submission mode on this problem of the contest
+        (this hour, and in the contest)."""
+        contest = store.get_contest(s, slug)
+        return {"quotas": contest.quotas or {}, "left": store.quota_left(
+            s, user, contest, store.get_problem(s, problem))}
+
     @app.get("/api/contests")
     def contests(s: SessionDep) -> list[dict]:
         return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))]
@@ -796,7 +819,7 @@ def _routes(app: FastAPI) -> None:
             rows.append({
                 "submission": submission.id, "user": submission.user.name,
                 "problem": submission.problem.slug, "language": submission.language,
-                "created_at": submission.created_at.isoformat(),
+                "mode": submission.mode, "created_at": submission.created_at.isoformat(),
                 "verdict": current.verdict if current else None,
                 "score": current.score if current else None,
                 "speedup": current.speedup if current else None,

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from judge.settings import settings
+from judge.verdicts import RANKED, SUBMISSION_MODES
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -86,9 +87,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     client = _client(args)
     body = {"problem": args.problem, "language": language, "source": source,
-            "contest": args.contest}
+            "contest": args.contest, "mode": args.mode}
     created = client.call("POST", "/api/submissions", body=body).json()
-    print(f"submission {created['id']} queued")
+    print(f"submission {created['id']} queued ({args.mode})")
     if not args.wait:
         return EXIT_OK
     return _wait_and_show(client, created["id"], args.timeout)
@@ -128,7 +129,14 @@ def _record_table(record: dict) -> str:
     from judge.judging import report
     from judge.judging.record import JudgeResult
 
-    return report.table(JudgeResult.from_dict(record))
+    table = report.table(JudgeResult.from_dict(record))
+    mode = record.get("mode", RANKED)
+    if mode == RANKED:
+        return table
+    unranked = {"test": "a test submission: its sample points only, correctness only, "
+                        "counted nowhere",
+                "benchmark": "a benchmark submission: judged and timed, counted nowhere"}
+    return f"{unranked.get(mode, mode)}\n{table}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -358,6 +366,9 @@ def register(sub) -> None:
     sm.add_argument("file")
     sm.add_argument("--lang")
     sm.add_argument("--contest")
+    sm.add_argument("--mode", choices=SUBMISSION_MODES, default=RANKED,
+                    help="ranked (default): counts; benchmark: timed, counted nowhere; test: "
+                    "the sample points only, correctness only, fast")
     sm.add_argument("--wait", action="store_true", help="show progress until the verdict")
     sm.add_argument("--timeout", type=float, default=600)
     client_args(sm)

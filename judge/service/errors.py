@@ -5,7 +5,8 @@ from __future__ import annotations
 
 
 class ServiceError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, retry_after_s: float | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after_s = retry_after_s  # a 429's wait: the API's Retry-After header

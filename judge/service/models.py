@@ -139,6 +139,9 @@ class Contest(Base):
     # at its end the janitor judges every row's counted submissions again on fresh secret seeds
     # (its system test, a Rejudge of kind "system_test"), and the final board counts those
     system_test: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # per submission mode, caps per user and problem: {"ranked": {"per_hour": 10,
+    # "per_contest": 100}, ...}; a mode absent is not capped, a cap of 0 refuses the mode
+    quotas: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
 
 class Rejudge(Base):
@@ -172,6 +175,9 @@ class Submission(Base):
     contest_id: Mapped[int | None] = mapped_column(ForeignKey("contests.id"), nullable=True)
     language: Mapped[str] = mapped_column(String(16))
     source: Mapped[str] = mapped_column(Text)
+    # ranked: counts on the boards; benchmark: judged and timed, counted nowhere; test: its
+    # sample points only, correctness only (no timing), counted nowhere
+    mode: Mapped[str] = mapped_column(String(16), default="ranked", server_default="ranked")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
                                                  index=True)
 

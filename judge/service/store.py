@@ -38,7 +38,7 @@ from judge.service.models import (
 )
 from judge.service.times import aware
 from judge.settings import Settings
-from judge.verdicts import State, Verdict
+from judge.verdicts import RANKED, SUBMISSION_MODES, State, Verdict
 
 log = logging.getLogger("kjudge.service")
 DONE = State.DONE.value
@@ -137,8 +137,13 @@ def queue_of(settings: Settings, device: str) -> str:
     return settings.queue_for(kind, model)
 
 
+
+
 def submit(s: Session, settings: Settings, user: User, problem_slug: str, language: str,
-           source: str, contest_slug: str | None = None) -> tuple[Submission, Enqueue]:
+           source: str, contest_slug: str | None = None,
+           mode: str = RANKED) -> tuple[Submission, Enqueue]:
+    if mode not in SUBMISSION_MODES:
+        raise ServiceError(422, f"mode {mode!r}: use one of {', '.join(SUBMISSION_MODES)}")
     problem = get_problem(s, problem_slug)
     contest = get_contest(s, contest_slug) if contest_slug else None
     device = queue_device(settings, contest)
@@ -156,8 +161,11 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
             raise ServiceError(404, f"problem {problem.slug} is not part of {contest.slug}")
     sanctions.refuse_barred(s, user, contest)
     _check_rate(s, settings, user)
+    if contest is not None and not user.is_admin:
+        _check_quota(s, user, contest, problem, mode)
     submission = Submission(user_id=user.id, problem_id=problem.id, language=language,
-                            source=source, contest_id=contest.id if contest else None)
+                            source=source, contest_id=contest.id if contest else None,
+                            mode=mode)
     s.add(submission)
     s.flush()
     judging = JudgingRow(submission_id=submission.id, queue=queue_of(settings, device))
@@ -174,7 +182,54 @@ def _check_rate(s: Session, settings: Settings, user: User) -> None:
         Submission.user_id == user.id, Submission.created_at >= since))
     if recent >= settings.submissions_per_minute:
         raise ServiceError(429, f"at most {settings.submissions_per_minute} submissions a "
-                                "minute; wait and submit again")
+                                "minute; wait and submit again", retry_after_s=60)
+
+
+HOUR = timedelta(hours=1)
+
+
+def _check_quota(s: Session, user: User, contest: Contest, problem: ProblemRow,
+                 mode: str) -> None:
+    """The contest's caps on this user's submissions of this mode to this problem (CMS's
+    submission limits): a 429 that says when the next is taken."""
+    quota = (contest.quotas or {}).get(mode) or {}
+    per_hour, per_contest = quota.get("per_hour"), quota.get("per_contest")
+    if per_hour is None and per_contest is None:
+        return
+    what = f"{mode} submissions to {problem.slug} in {contest.slug}"
+    if 0 in (per_hour, per_contest):
+        raise ServiceError(403, f"{contest.slug} takes no {mode} submissions")
+    mine = select(Submission.created_at).where(
+        Submission.user_id == user.id, Submission.contest_id == contest.id,
+        Submission.problem_id == problem.id, Submission.mode == mode)
+    if per_contest is not None and s.scalar(select(func.count()).select_from(
+            mine.subquery())) >= per_contest:
+        raise ServiceError(429, f"at most {per_contest} {what}: none left")
+    if per_hour is not None:
+        recent = s.scalars(mine.where(Submission.created_at >= utcnow() - HOUR)
+                           .order_by(Submission.created_at)).all()
+        if len(recent) >= per_hour:
+            again = aware(recent[len(recent) - per_hour]) + HOUR
+            raise ServiceError(429, f"at most {per_hour} {what} an hour; the next at "
+                                    f"{again.isoformat(timespec='seconds')}",
+                               retry_after_s=max((again - utcnow()).total_seconds(), 1.0))
+
+
+def quota_left(s: Session, user: User, contest: Contest, problem: ProblemRow) -> dict:
+    """Per capped mode: what this user has left on this problem, this hour and in all."""
+    left = {}
+    for mode, quota in (contest.quotas or {}).items():
+        mine = select(func.count(Submission.id)).where(
+            Submission.user_id == user.id, Submission.contest_id == contest.id,
+            Submission.problem_id == problem.id, Submission.mode == mode)
+        entry = {}
+        if quota.get("per_hour") is not None:
+            used = s.scalar(mine.where(Submission.created_at >= utcnow() - HOUR))
+            entry["this_hour"] = max(quota["per_hour"] - used, 0)
+        if quota.get("per_contest") is not None:
+            entry["in_contest"] = max(quota["per_contest"] - s.scalar(mine), 0)
+        left[mode] = entry
+    return left
 
 
 def with_results(query):
@@ -654,11 +709,11 @@ def held_for_review():
 
 
 def counts_on_boards():
-    """The one rule of which current judgings a board counts (the same join): none
-    disqualified, none held for review, none an organizer's sanction leaves off
-    (`sanctions.counted`: ignored, or its author disqualified from its contest)."""
+    """The one rule of which current judgings a board counts (the same join): ranked
+    submissions' only, none disqualified, none held for review, none an organizer's sanction
+    leaves off (`sanctions.counted`: ignored, or its author disqualified from its contest)."""
     return and_(or_(JudgingRow.decision.is_(None), JudgingRow.decision != DISQUALIFIED),
-                not_(held_for_review()), sanctions.counted())
+                not_(held_for_review()), sanctions.counted(), Submission.mode == RANKED)
 
 
 def held(s: Session, judging: JudgingRow) -> bool:
@@ -719,7 +774,7 @@ def pending_since(s: Session, contest: Contest) -> dict[RowKey, dict]:
     query = _in_contest(select(User.name, User.team, ProblemRow.slug, func.count(Submission.id))
                         .join(User, User.id == Submission.user_id)
                         .join(ProblemRow, ProblemRow.id == Submission.problem_id), contest)
-    query = query.where(Submission.created_at >= contest.freeze_at,
+    query = query.where(Submission.created_at >= contest.freeze_at, Submission.mode == RANKED,
                         sanctions.counted()).group_by(
         User.name, User.team, ProblemRow.slug)
     pending: dict[RowKey, dict] = {}

@@ -32,7 +32,7 @@ from judge.service import db, metrics, store, times
 from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow
 from judge.settings import Settings, settings
-from judge.verdicts import State
+from judge.verdicts import TEST, State
 
 log = logging.getLogger("kjudge.worker")
 
@@ -212,10 +212,10 @@ def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
     with db.session(config.database_url) as s:
         judging = s.get(JudgingRow, judging_id)
         submission = judging.submission
-        source, language = submission.source, submission.language
+        source, language, mode = submission.source, submission.language, submission.mode
         problem_path = submission.problem.path
         waited = times.seconds_between(judging.queued_at, judging.started_at)
-        requested = {"language": language, "queue": judging.queue}
+        requested = {"language": language, "queue": judging.queue, "mode": mode}
 
     def on_state(state: State) -> None:
         with db.session(config.database_url) as s:
@@ -224,9 +224,12 @@ def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
     try:
         problem = load_problem(problem_path)
         device, pool = worker_pool()
+        # a test submission: its sample points, correctness only
+        samples = [t.name for t in problem.tests if t.sample] if mode == TEST else None
         result = judge_source(problem, source, language=language, device=device,
                               sandbox=pool.sandbox,
-                              options=JudgeOptions(on_state=on_state, pool=pool))
+                              options=JudgeOptions(on_state=on_state, pool=pool, tests=samples,
+                                                   timing=samples is None))
     except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
         return _system_error(config, judging_id, f"not runnable on this worker: {exc}",
                              "route this judging to a worker that can run it")
