@@ -103,7 +103,7 @@ def refused(status: int, fragment: str):
     from judge.service.errors import ServiceError
 
     with pytest.raises(ServiceError, match=fragment) as info:
-        yield
+        yield info
     assert info.value.status == status, info.value.message
 
 

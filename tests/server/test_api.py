@@ -561,3 +561,29 @@ def test_a_question_its_answer_an_announcement_and_who_reads_them(api):
         ("Is n even?", "Not always."), (None, "Baseline fixed.")]
     assert [e["action"] for e in api.get("/api/audit", headers=admin).json()] == [
         "announcement", "clarification.answer"]
+
+
+def test_modes_and_quotas_through_the_api(api):
+    admin = auth(api, "admin")
+    made = api.post("/api/contests", json={"slug": "cup", "title": "Cup", "problems": [
+        "vector_add"], "quotas": {"ranked": {"per_hour": 1}}}, headers=admin)
+    assert made.status_code == 201, made.text
+    assert api.post("/api/contests", json={"slug": "bad", "title": "B", "problems": [],
+                                           "quotas": {"fast": {}}},
+                    headers=admin).status_code == 422
+    ranked = post_submission(api, contest="cup").json()
+    second = post_submission(api, contest="cup")
+    assert second.status_code == 429 and "the next at" in second.json()["error"]
+    assert 3000 < int(second.headers["Retry-After"]) <= 3600
+    tried = post_submission(api, contest="cup", mode="test")
+    assert tried.status_code == 202
+    assert post_submission(api, mode="sometimes").status_code == 422
+    mine = {r["id"]: r["mode"] for r in api.get("/api/submissions",
+                                                headers=auth(api, "alice")).json()}
+    assert mine == {ranked["id"]: "ranked", tried.json()["id"]: "test"}
+    left = api.get("/api/contests/cup/quota/vector_add", headers=auth(api, "alice")).json()
+    assert left == {"quotas": {"ranked": {"per_hour": 1}},
+                    "left": {"ranked": {"this_hour": 0}}}
+    exported = {r["submission"]: r["mode"] for r in api.get("/api/export",
+                                                            headers=admin).json()}
+    assert exported == mine

@@ -114,6 +114,12 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     def kjudge(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "judge.cli", *args], env=env, cwd=ROOT,
                               capture_output=True, text=True, timeout=60)
+    # a test submission: the sample point only, correctness only, counted nowhere
+    tried = kjudge("submit", "vector_add", str(AC), "--mode", "test", "--wait", "--timeout",
+                   "55")
+    assert tried.returncode == 0, tried.stdout + tried.stderr
+    assert "(test)" in tried.stdout and "a test submission: its sample points only" in tried.stdout
+    assert "tiny" in tried.stdout and "n1048576" not in tried.stdout
     ignored = kjudge("sanction", "ignore", sid, "--reason", "a test of the CLI")
     assert ignored.returncode == 0, ignored.stderr
     assert f"ignore submission {sid}: a test of the CLI" in ignored.stdout
@@ -136,7 +142,7 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     loaded = subprocess.run([sys.executable, "-m", "judge.cli", "db", "import",
                              str(tmp_path / "dump.json")], env=moved, cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
-    assert loaded.returncode == 0 and "1 submissions" in loaded.stdout, loaded.stderr
+    assert loaded.returncode == 0 and "2 submissions" in loaded.stdout, loaded.stderr
     again = subprocess.run([sys.executable, "-m", "judge.cli", "db", "import",
                             str(tmp_path / "dump.json")], env=moved, cwd=ROOT,
                            capture_output=True, text=True, timeout=120)

@@ -480,6 +480,37 @@ def test_a_question_answered_to_everyone_and_an_announcement_show_on_every_page(
     assert gus.errors == [] and hal.errors == [] and organizer.errors == []
 
 
+def test_a_contestant_picks_the_contest_and_mode_and_reads_the_quota(browser, stack):
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "quota-cup", "title": "Quota Cup", "problems": ["vector_add"],
+        "quotas": {"ranked": {"per_hour": 1}}})
+    assert made.status_code == 201, made.text
+    page = sign_in(browser, stack, stack.token_for("ivy"))
+    source = (VA / "solutions/AC/loop.cpp").read_text()
+
+    def send(mode: str) -> None:
+        page.goto(stack.url + "/#/problems/vector_add")
+        page.wait_for_selector(".cm-content")
+        page.select_option("#language", "cpp")
+        set_source(page, source)
+        page.select_option("#contest", "quota-cup")
+        page.select_option("#mode", mode)
+        if mode == "ranked":
+            page.wait_for_selector("#quota:has-text('ranked submissions left')")
+        page.click("#submit button[type=submit]")
+
+    send("ranked")
+    page.wait_for_selector("#mode-card:has-text('counts on the boards')")
+    send("ranked")
+    assert "0 this hour" in page.inner_text("#quota")
+    page.wait_for_selector("#submit-error:has-text('at most 1 ranked submissions to vector_add "
+                           "in quota-cup an hour; the next at')")
+    send("test")
+    page.wait_for_selector("#mode-card:has-text('samples only, counted nowhere')")
+    shot(page, "test-submission")
+    assert page.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

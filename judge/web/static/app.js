@@ -231,7 +231,9 @@ async function problemsPage() {
 }
 
 async function problemPage(slug) {
-  const p = await api(`/api/problems/${encodeURIComponent(slug)}`);
+  const [p, contests] = await Promise.all([api(`/api/problems/${encodeURIComponent(slug)}`),
+    api("/api/contests")]);
+  const running = contests.filter((c) => c.state === "running" && c.problems.includes(slug));
   const saved = sessionStorage.getItem(`kj_src_${slug}`);
   const language = sessionStorage.getItem(`kj_lang_${slug}`) || p.languages[0];
   const limitKiB = p.limits.source_kb;
@@ -263,6 +265,14 @@ async function problemPage(slug) {
       <div class="row"><label for="language">Language</label>
         <select id="language">${p.languages.map((l) => `<option ${l === language ? "selected" : ""}>${esc(l)}</option>`).join("")}</select>
         <label for="upload">or upload a file</label><input id="upload" type="file"></div>
+      <div class="row"><label for="contest">Contest</label>
+        <select id="contest">${running.map((c) => `<option value="${esc(c.slug)}">${esc(c.title)}</option>`).join("")}
+          <option value="">none (practice)</option></select>
+        <label for="mode">Mode</label><select id="mode">
+          <option value="ranked">ranked: counts</option>
+          <option value="benchmark">benchmark: timed, counted nowhere</option>
+          <option value="test">test: the samples only, correctness only, fast</option></select>
+        <span id="quota" class="muted"></span></div>
       <textarea id="source" spellcheck="false" placeholder="run_kernel source"></textarea>
       <div id="editor" class="editor"></div>
       <div class="row"><button type="submit">Submit</button>
@@ -307,6 +317,20 @@ async function problemPage(slug) {
     if (editor.setLexer) editor.setLexer(p.lexers[chosen]);
     if (isTemplate(source.value)) setSource(p.templates[chosen].source);  // untouched: swap
   };
+  const showQuota = async () => {
+    const chosen = $("#contest").value;
+    $("#quota").textContent = "";
+    if (!chosen) return;
+    const q = await api(`/api/contests/${encodeURIComponent(chosen)}/quota/${encodeURIComponent(slug)}`);
+    const left = q.left[$("#mode").value];
+    if (!left) return;
+    const parts = [];
+    if (left.this_hour !== undefined) parts.push(`${left.this_hour} this hour`);
+    if (left.in_contest !== undefined) parts.push(`${left.in_contest} in the contest`);
+    $("#quota").textContent = `${$("#mode").value} submissions left: ${parts.join(", ")}`;
+  };
+  $("#contest").onchange = $("#mode").onchange = () => showQuota().catch((e) => banner(e.message));
+  showQuota().catch((e) => banner(e.message));
   $("#upload").onchange = async () => {
     const file = $("#upload").files[0];
     if (file) setSource(await file.text());
@@ -314,7 +338,9 @@ async function problemPage(slug) {
   $("#submit").onsubmit = async (event) => {
     event.preventDefault();
     $("#submit-error").textContent = "";
-    const body = { problem: slug, language: $("#language").value, source: source.value };
+    const body = { problem: slug, language: $("#language").value, source: source.value,
+                   mode: $("#mode").value };
+    if ($("#contest").value) body.contest = $("#contest").value;
     if (new Blob([source.value]).size / 1024 > limitKiB) {
       $("#submit-error").textContent = `The source is larger than ${limitKiB} KiB.`;
       return;
@@ -374,7 +400,9 @@ async function submissionsPage() {
       rows.map((r) => `<tr data-id="${r.id}"><td><a href="#/submissions/${r.id}">${r.id}</a></td>
         ${admin || state.team ? `<td>${esc(r.user)}</td>` : ""}<td>${esc(r.problem)}</td>
         <td class="hide-narrow">${esc(r.language)}</td>
-        <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</td>
+        <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}${
+          r.mode !== "ranked" ? ` <span class="muted mode">${esc(r.mode)}</span>` : ""}${
+          r.sanction ? ` <span class="muted">(${esc(r.sanction.kind === "ignore" ? "ignored" : "disqualified")})</span>` : ""}</td>
         <td class="num">${num(r.score)}</td><td class="num">${num(r.speedup)}</td>
         <td class="num hide-narrow">${num(r.time_ms)}</td>
         <td class="num hide-narrow">${num(r.memory_mb)}</td>
@@ -473,6 +501,9 @@ async function submissionPage(id) {
         <div class="card">memory<b>${num(r.memory_mb)} MB</b><span class="muted">${esc(r.memory_measure || "")}</span></div>
         <div class="card">judged in<b>${num(r.wall_s)} s</b></div>
         <div class="card">language<b>${esc(r.language)}</b></div>
+        <div class="card" id="mode-card">mode<b>${esc(r.mode)}</b><span class="muted">${
+          r.mode === "ranked" ? "counts on the boards" : r.mode === "test" ? "samples only, counted nowhere"
+          : "timed, counted nowhere"}</span></div>
         <div class="card">problem<b><a href="#/problems/${esc(r.problem)}">${esc(r.problem)}</a></b>
           <span class="muted">version ${esc(r.problem_version || "–")}</span></div>
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>

@@ -1,0 +1,65 @@
+"""Submission modes and contests' quotas against real SQLite and PostgreSQL: only ranked
+submissions count; caps per mode, per user and problem, per hour and per contest, with when the
+next is taken; the API's 429 and Retry-After in test_api.py, the worker's test mode end to end."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from judge.service import store
+from judge.service.models import Contest, Submission, utcnow
+from tests.server.conftest import refused
+from tests.server.test_service import finish_with, submit
+
+
+def totals(board: dict) -> dict[str, float]:
+    return {row["name"]: row["total"] for row in board["rows"]}
+
+
+def test_only_ranked_submissions_count_on_any_board(s, config, world):
+    s.add(Contest(slug="cup", title="Cup", problems=["vector_add"]))
+    s.commit()
+    for mode, score in (("test", 0), ("benchmark", 500), ("ranked", 90)):
+        _, work = submit(s, config, world["alice"], contest_slug="cup", mode=mode)
+        finish_with(s, work.judging_id, "AC", score)
+    assert totals(store.results(s, store.get_contest(s, "cup")).board) == {"alice": 90}
+    assert totals(store.results(s).board) == {"alice": 90}
+    assert store.problem_stats(s, world["alice"])["vector_add"]["best_score"] == 90
+    with refused(422, "mode 'fast': use one of ranked, benchmark, test"):
+        submit(s, config, world["alice"], mode="fast")
+
+
+def test_a_contests_quotas_cap_each_mode_per_hour_and_in_all(s, config, world):
+    s.add(Contest(slug="cup", title="Cup", problems=["vector_add", "softmax"], quotas={
+        "ranked": {"per_hour": 2, "per_contest": 3}, "benchmark": {"per_hour": 0}}))
+    s.commit()
+    contest, alice = store.get_contest(s, "cup"), world["alice"]
+    problem = store.get_problem(s, "vector_add")
+    assert store.quota_left(s, alice, contest, problem) == {
+        "ranked": {"this_hour": 2, "in_contest": 3}, "benchmark": {"this_hour": 0}}
+    first, _ = submit(s, config, alice, contest_slug="cup")
+    submit(s, config, alice, contest_slug="cup")
+    with refused(429, "at most 2 ranked submissions to vector_add in cup an hour; the next at "
+                      + (first.created_at + timedelta(hours=1)).isoformat()[:16]) as info:
+        submit(s, config, alice, contest_slug="cup")
+    s.rollback()
+    assert 3500 < info.value.retry_after_s <= 3600
+    # other problems, other modes, other users and organizers are not counted with them
+    submit(s, config, alice, problem="softmax", contest_slug="cup")
+    submit(s, config, alice, contest_slug="cup", mode="test")
+    submit(s, config, world["bob"], contest_slug="cup")
+    submit(s, config, world["admin"], contest_slug="cup")
+    submit(s, config, world["admin"], contest_slug="cup")
+    with refused(403, "cup takes no benchmark submissions"):
+        submit(s, config, alice, contest_slug="cup", mode="benchmark")
+    s.rollback()
+    # an hour on, one more: the contest's cap of three
+    for made in s.query(Submission).filter_by(user_id=alice.id, problem_id=problem.id):
+        made.created_at = utcnow() - timedelta(hours=2)
+    s.commit()
+    submit(s, config, alice, contest_slug="cup")
+    with refused(429, "at most 3 ranked submissions to vector_add in cup: none left"):
+        submit(s, config, alice, contest_slug="cup")
+    s.rollback()
+    assert store.quota_left(s, alice, contest, problem)["ranked"] == {"this_hour": 1,
+                                                                      "in_contest": 0}
