@@ -43,6 +43,7 @@ from judge.service import (
     rejudges,
     sanctions,
     store,
+    windows,
 )
 from judge.service.deps import (
     AdminDep,
@@ -58,6 +59,7 @@ from judge.service.deps import (
 from judge.service.models import (
     Contest,
     JudgingRow,
+    Participation,
     ProblemRow,
     Rejudge,
     Sanction,
@@ -115,6 +117,8 @@ class ContestFields(Body):
                                      "again on fresh seeds and the final board counts those "
                                      "(default)")
     teams: bool | None = Field(None, description="ranked by the users' teams")
+    window_s: int | None = Field(None, ge=60, description="per-user windows: each contestant "
+                                 "starts when they choose and has this long (by ends_at)")
     quotas: dict[Mode, Quota] | None = Field(
         None, description="caps per submission mode (0: the mode is refused)")
     freeze_at: datetime | None = Field(None, description="from then, all but organizers see "
@@ -163,6 +167,10 @@ class AnnouncementIn(QuestionIn):
 
 class ReadIn(Body):
     ids: list[RowId] | None = Field(None, description="none: everything this user reads")
+
+
+class ExtraTimeIn(Body):
+    extra_s: int = Field(ge=0, le=7 * 24 * 3600, description="set, not added: 0 takes it away")
 
 
 class ContestIn(ContestFields):
@@ -417,15 +425,16 @@ def contest_view(contest: Contest) -> dict:
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
             "teams": contest.teams, "hold_flagged": contest.hold_flagged,
-            "quotas": contest.quotas,
+            "quotas": contest.quotas, "window_s": contest.window_s,
             "system_test": contest.system_test, **times,
-            "frozen": store.contest_frozen(contest), "state": store.contest_state(contest)}
+            "frozen": store.contest_frozen(contest), "state": windows.contest_state(contest)}
 
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
     for slug in fields.get("problems") or []:
         store.get_problem(s, slug)
     store.configure_contest(contest, fields)
+    windows.refresh(s, contest)  # its times or window moved every participant's end
     store.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
 
 
@@ -791,6 +800,39 @@ def _routes(app: FastAPI) -> None:
         """The latest system test: progress, and per board row rank, total and each problem's
         score before and after."""
         return store.system_test_report(s, store.get_contest(s, slug))
+
+    @app.get("/api/contests/{slug}/me")
+    def my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
+        """This user's time in the contest: their window (started or to start), extra time,
+        end, and its state (not_started, to_start, running, ended)."""
+        contest = store.get_contest(s, slug)
+        return windows.view(contest, windows.get(s, contest, user), user)
+
+    @app.post("/api/contests/{slug}/start")
+    def start_my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
+        """Start this user's window in a contest with per-user windows (once)."""
+        contest = store.get_contest(s, slug)
+        return windows.view(contest, windows.start(s, contest, user), user)
+
+    @app.get("/api/contests/{slug}/participants")
+    def participants(slug: str, s: SessionDep, _admin: AdminDep) -> list[dict]:
+        """Everyone with a time of their own: a started window, or extra time."""
+        contest = store.get_contest(s, slug)
+        rows = s.scalars(select(Participation).where(Participation.contest_id == contest.id)
+                         .order_by(Participation.user_id))
+        return [windows.view(contest, p, p.user) for p in rows]
+
+    @app.put("/api/contests/{slug}/participants/{name}")
+    def extra_time(slug: str, name: str, body: ExtraTimeIn, s: SessionDep,
+                   audit_log: AuditDep) -> dict:
+        """A user's extra time in the contest (their end moves past the contest's)."""
+        contest = store.get_contest(s, slug)
+        user = s.scalar(select(User).where(User.name == name))
+        if user is None:
+            raise store.ServiceError(404, f"no user {name!r}")
+        p = windows.give_extra(s, contest, user, body.extra_s)
+        audit_log("contest.extra_time", f"{slug} {name}", extra_s=body.extra_s)
+        return windows.view(contest, p, user)
 
     @app.get("/api/contests/{slug}/quota/{problem}")
     def quota(slug: str, problem: str, s: SessionDep, user: UserDep) -> dict:

@@ -142,6 +142,9 @@ class Contest(Base):
     # per submission mode, caps per user and problem: {"ranked": {"per_hour": 10,
     # "per_contest": 100}, ...}; a mode absent is not capped, a cap of 0 refuses the mode
     quotas: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # per-user windows (CMS's per_user_time): each contestant starts when they choose, between
+    # starts_at and ends_at, and has this long (ending by ends_at); None: one window for all
+    window_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Rejudge(Base):
@@ -281,6 +284,22 @@ class AuditEntry(Base):
     details: Mapped[dict] = mapped_column(JSON, default=dict)
 
     actor: Mapped[User | None] = relationship()
+
+
+class Participation(Base):
+    """A user's own time in a contest: when they started their window (a contest with
+    `window_s`), the extra time an organizer gave them, and the end those make (`ends_at`,
+    kept by `windows.refresh`: what the submit check and the boards compare with)."""
+
+    __tablename__ = "participations"
+
+    contest_id: Mapped[int] = mapped_column(ForeignKey("contests.id"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    extra_s: Mapped[int] = mapped_column(Integer, default=0)
+    ends_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    user: Mapped[User] = relationship()
 
 
 class Clarification(Base):

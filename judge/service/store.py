@@ -23,7 +23,7 @@ import judge
 from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem, problem_folders
-from judge.service import audit, metrics, sanctions
+from judge.service import audit, metrics, sanctions, windows
 from judge.service.counters import results_changed, results_version
 from judge.service.errors import ServiceError
 from judge.service.models import (
@@ -74,15 +74,6 @@ def get_problem(s: Session, slug: str) -> ProblemRow:
     if row is None:
         raise ServiceError(404, f"no problem {slug!r}; GET /api/problems lists them")
     return row
-
-
-def contest_state(contest: Contest, now: datetime | None = None) -> str:
-    now = now or utcnow()
-    if contest.starts_at and now < aware(contest.starts_at):
-        return "not_started"
-    if contest.ends_at and now >= aware(contest.ends_at):
-        return "ended"
-    return "running"
 
 
 CONTEST_TIMES = ("starts_at", "freeze_at", "ends_at", "thaw_at")  # in the order they must come
@@ -154,9 +145,7 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
     except SubmissionRejected as exc:
         raise ServiceError(exc.status, str(exc)) from None
     if contest:
-        state = contest_state(contest)
-        if state != "running":
-            raise ServiceError(403, f"contest {contest.slug} is {state.replace('_', ' ')}")
+        windows.refuse_outside(s, contest, user)
         if problem.slug not in contest.problems:
             raise ServiceError(404, f"problem {problem.slug} is not part of {contest.slug}")
     sanctions.refuse_barred(s, user, contest)
@@ -580,6 +569,8 @@ def start_due_system_tests(s: Session, settings: Settings) -> list[Enqueue]:
                                           Contest.id.not_in(tested))).all()
     work = []
     for contest in due:
+        if windows.latest_end(s, contest) > utcnow():  # someone's extra time still runs
+            continue
         log.info("system test of contest %s: it ended at %s", contest.slug, contest.ends_at)
         audit.record(s, None, "contest.system_test", contest.slug, reason="it ended")
         work += system_test(s, settings, contest, admin, f"{contest.slug} ended")[1]
@@ -685,8 +676,7 @@ def _in_contest(query, contest: Contest, before: datetime | None = None):
     query = query.where(Submission.contest_id == contest.id)
     if contest.starts_at:
         query = query.where(Submission.created_at >= contest.starts_at)
-    if contest.ends_at:
-        query = query.where(Submission.created_at < contest.ends_at)
+    query = windows.within(query, contest)  # each author's own end (extra time, a window)
     if before is not None:
         query = query.where(Submission.created_at < before)
     return query
