@@ -1,5 +1,5 @@
 """Client commands of `kjudge` over the REST API: submit, status, rejudge, review, sanction,
-audit, clar, system-test, leaderboard, export.
+audit, clar, window, system-test, leaderboard, export.
 
 The standard library's HTTP client: `kjudge status` starts in a fraction of what importing an
 HTTP package (or torch) costs.
@@ -315,6 +315,38 @@ def clar_text(row: dict) -> str:
     return "\n".join(lines)
 
 
+def cmd_window(args: argparse.Namespace) -> int:
+    """My time in a contest (`--start`: start my window), or an organizer gives a user extra
+    time (`--extra USER SECONDS`)."""
+    client, path = _client(args), f"/api/contests/{args.contest}"
+    if args.extra:
+        name, seconds = args.extra
+        if not seconds.isdigit():
+            raise CommandError(f"--extra takes a user and whole seconds, not {seconds!r}")
+        mine = client.call("PUT", f"{path}/participants/{name}",
+                           body={"extra_s": int(seconds)}).json()
+    elif args.start:
+        mine = client.call("POST", f"{path}/start").json()
+    else:
+        mine = client.call("GET", f"{path}/me").json()
+    print(window_text(mine))
+    return EXIT_OK
+
+
+def window_text(mine: dict) -> str:
+    what = {"not_started": "the contest has not started", "to_start": "not started yet: "
+            f"`kjudge window {mine['contest']} --start` gives you "
+            f"{(mine['window_s'] or 0) // 60} min", "running": "running", "ended": "ended"}
+    lines = [f"{mine['user']} in {mine['contest']}: {what[mine['state']]}"]
+    if mine["started_at"]:
+        lines.append(f"  started {mine['started_at'][:19]}")
+    if mine["ends_at"]:
+        lines.append(f"  ends    {mine['ends_at'][:19]}")
+    if mine["extra_s"]:
+        lines.append(f"  extra   {mine['extra_s']} s")
+    return "\n".join(lines)
+
+
 def cmd_system_test(args: argparse.Namespace) -> int:
     """A contest's system test: start one (`--start`), or its progress and each row before and
     after."""
@@ -463,6 +495,16 @@ def register(sub) -> None:
     for p in (ask, ann, ans):
         client_args(p)
         p.set_defaults(func=cmd_clar, problem=None, contest=None)
+
+    wn = sub.add_parser("window", help="my time in a contest (--start my window); admin: "
+                        "--extra USER SECONDS")
+    wn.add_argument("contest")
+    how = wn.add_mutually_exclusive_group()
+    how.add_argument("--start", action="store_true", help="start my window (once)")
+    how.add_argument("--extra", nargs=2, metavar=("USER", "SECONDS"),
+                     help="set a user's extra time (admin; 0 takes it away)")
+    client_args(wn)
+    wn.set_defaults(func=cmd_window)
 
     sy = sub.add_parser("system-test", help="a contest's system test: before and after per row; "
                         "--start one now (admin)")

@@ -587,3 +587,31 @@ def test_modes_and_quotas_through_the_api(api):
     exported = {r["submission"]: r["mode"] for r in api.get("/api/export",
                                                             headers=admin).json()}
     assert exported == mine
+
+
+def test_a_window_started_through_the_api_and_extra_time_given_by_an_organizer(api):
+    from judge.service.client import window_text
+
+    admin, alice = auth(api, "admin"), auth(api, "alice")
+    made = api.post("/api/contests", json={"slug": "cms", "title": "CMS", "problems": [
+        "vector_add"], "window_s": 1800}, headers=admin)
+    assert made.status_code == 201, made.text
+    assert api.post("/api/contests", json={"slug": "x", "title": "X", "problems": [],
+                                           "window_s": 5}, headers=admin).status_code == 422
+    mine = api.get("/api/contests/cms/me", headers=alice).json()
+    assert mine["state"] == "to_start" and "--start` gives you 30 min" in window_text(mine)
+    refused = post_submission(api, contest="cms")
+    assert refused.status_code == 403 and "start your time in cms first" in refused.text
+    started = api.post("/api/contests/cms/start", headers=alice).json()
+    assert started["state"] == "running" and started["ends_at"]
+    assert post_submission(api, contest="cms").status_code == 202
+    assert api.put("/api/contests/cms/participants/alice", json={"extra_s": 600},
+                   headers=alice).status_code == 403
+    extra = api.put("/api/contests/cms/participants/alice", json={"extra_s": 600},
+                    headers=admin).json()
+    assert extra["extra_s"] == 600 and extra["ends_at"] > started["ends_at"]
+    assert "extra   600 s" in window_text(extra)
+    listed = api.get("/api/contests/cms/participants", headers=admin).json()
+    assert [(p["user"], p["extra_s"]) for p in listed] == [("alice", 600)]
+    assert api.get("/api/audit?action=contest.extra_time",
+                   headers=admin).json()[0]["target"] == "cms alice"

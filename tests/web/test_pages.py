@@ -511,6 +511,26 @@ def test_a_contestant_picks_the_contest_and_mode_and_reads_the_quota(browser, st
     assert page.errors == []
 
 
+def test_a_contestant_starts_their_window_and_an_organizer_gives_extra_time(browser, stack):
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "cms", "title": "CMS Cup", "problems": ["vector_add"], "window_s": 1800})
+    assert made.status_code == 201, made.text
+    jay = sign_in(browser, stack, stack.token_for("jay"))
+    jay.wait_for_selector("#clock:has-text('CMS Cup: your 30 min') #start-window")
+    jay.click("#start-window")
+    jay.wait_for_selector("#clock:has-text('CMS Cup: your time, 0h 29m')")
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.goto(stack.url + "/#/admin")
+    extra = organizer.locator("[data-extra='cms']")
+    extra.locator("input[name=user]").fill("jay")
+    extra.locator("input[name=minutes]").fill("10")
+    extra.locator("button[type=submit]").click()
+    organizer.wait_for_selector("#extra-result:has-text('jay in cms: 10 min extra')")
+    jay.reload()
+    jay.wait_for_selector("#clock:has-text('CMS Cup: your time, 0h 39m')")
+    assert jay.errors == [] and organizer.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

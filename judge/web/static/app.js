@@ -2,7 +2,8 @@
 "use strict";
 
 // who is signed in comes from GET /api/me: the session is an HttpOnly cookie scripts never see
-const state = { name: null, role: null, team: null, timer: null, clockTimer: null, unreadTimer: null };
+const state = { name: null, role: null, team: null, timer: null, clockTimer: null, unreadTimer: null,
+                clockFor: undefined };
 // earlier versions kept the API token in localStorage, where any script could read it
 for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -87,17 +88,37 @@ async function startClock() {
   clearInterval(state.clockTimer);
   let contests = [];
   try { contests = await api("/api/contests"); } catch { return; }
-  const contest = contests.find((c) => c.state === "running") ||
+  // a contest with per-user windows first: its contestants need its Start button
+  const contest = contests.find((c) => c.state === "running" && c.window_s) ||
+                  contests.find((c) => c.state === "running") ||
                   contests.find((c) => c.state === "not_started");
   if (!contest) { $("#clock").textContent = ""; return; }
+  // my own time where it is not everyone's: a window to start, or extra time
+  let mine = null;
+  if (state.name && contest.state === "running") {
+    try { mine = await api(`/api/contests/${encodeURIComponent(contest.slug)}/me`); } catch { mine = null; }
+  }
+  if (mine && mine.state === "to_start") {
+    $("#clock").innerHTML = `${esc(contest.title)}: your ${Math.round(mine.window_s / 60)} min
+      <button id="start-window" class="secondary">Start my time</button>`;
+    $("#start-window").onclick = async () => {
+      try {
+        await api(`/api/contests/${encodeURIComponent(contest.slug)}/start`, { method: "POST" });
+        await startClock();
+      } catch (e) { banner(e.message); }
+    };
+    return;
+  }
   const tick = () => {
     const now = Date.now();
     const start = contest.starts_at ? Date.parse(contest.starts_at) : null;
-    const end = contest.ends_at ? Date.parse(contest.ends_at) : null;
+    const own = mine && (mine.window_s || mine.extra_s) && mine.ends_at ? Date.parse(mine.ends_at) : null;
+    const end = own || (contest.ends_at ? Date.parse(contest.ends_at) : null);
+    const whose = own ? "your time" : "running";
     let text;
     if (start && now < start) text = `starts in ${duration(start - now)}`;
-    else if (end && now >= end) text = "ended";
-    else text = end ? `running, ${duration(end - now)} left` : "running";
+    else if (end && now >= end) text = own ? "your time ended" : "ended";
+    else text = end ? `${whose}, ${duration(end - now)} left` : "running";
     $("#clock").textContent = `${contest.title}: ${text}`;
   };
   tick();
@@ -795,7 +816,10 @@ async function adminPage() {
         <td>${c.frozen ? "<b>frozen</b> since " : ""}${when(c.freeze_at)}</td><td>${c.unfrozen_at ? `published ${when(c.unfrozen_at)}` : when(c.thaw_at)}</td>
         <td>${c.frozen ? `<button data-unfreeze="${esc(c.slug)}">Publish the final board</button>` : ""}
           <button class="secondary" data-systest="${esc(c.slug)}" title="judge every row's counted submissions again on fresh seeds (runs by itself when the contest ends${c.system_test ? "" : ": off for this contest"})">System test</button>
-          <button class="secondary" data-systest-show="${esc(c.slug)}">Before / after</button></td></tr>`).join("")
+          <button class="secondary" data-systest-show="${esc(c.slug)}">Before / after</button>
+          <form class="row extra" data-extra="${esc(c.slug)}"><input name="user" placeholder="user" size="8" required>
+            <input name="minutes" type="number" min="0" placeholder="extra min" size="5" required>
+            <button class="secondary" type="submit">Extra time</button></form></td></tr>`).join("")
       || '<tr><td colspan="6" class="muted">no contests</td></tr>') + '<tr><td colspan="6" id="systest"></td></tr>';
     for (const button of view().querySelectorAll("[data-unfreeze]")) {
       button.onclick = async () => {
@@ -817,6 +841,18 @@ async function adminPage() {
               `${esc(p)} ${score(b)} → ${score(a)}`).join("; ")}</td></tr>`).join("")}</table>`;
       } catch (e) { $("#systest").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
     };
+    for (const form of view().querySelectorAll("[data-extra]")) {
+      form.onsubmit = async (event) => {
+        event.preventDefault();
+        const data = new FormData(form);
+        try {
+          const p = await api(`/api/contests/${encodeURIComponent(form.dataset.extra)}/participants/${
+            encodeURIComponent(data.get("user"))}`, { method: "PUT", body: { extra_s: Number(data.get("minutes")) * 60 } });
+          $("#systest").innerHTML = `<p id="extra-result">${esc(p.user)} in ${esc(p.contest)}: ${p.extra_s / 60} min extra,
+            ending ${when(p.ends_at)}</p>`;
+        } catch (e) { $("#systest").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+      };
+    }
     for (const button of view().querySelectorAll("[data-systest]")) {
       button.onclick = () => showSystemTest(button.dataset.systest, true);
     }
@@ -1024,6 +1060,7 @@ async function route() {
   banner("");
   if (!location.hash || location.hash === "#/") location.hash = state.name ? "#/problems" : "#/signin";
   renderHeader();
+  if (state.clockFor !== state.name) { state.clockFor = state.name; startClock(); }
   showUnread();
   clearInterval(state.unreadTimer);
   state.unreadTimer = setInterval(showUnread, 20000);
@@ -1041,5 +1078,4 @@ async function route() {
   errorPage("Not found", `There is no page at ${location.hash}.`);
 }
 window.addEventListener("hashchange", route);
-startClock();
 whoAmI().then(route);
