@@ -34,6 +34,7 @@ from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import (
     api_accounts,
+    api_ccs,
     audit,
     broker,
     clarifications,
@@ -440,6 +441,7 @@ def _configure(s: Session, contest: Contest, fields: dict) -> None:
 
 def _routes(app: FastAPI) -> None:
     api_accounts.register(app)
+    api_ccs.register(app)
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics(config: SettingsDep,
                            authorization: Annotated[str | None, Header()] = None) -> Response:

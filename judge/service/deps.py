@@ -3,6 +3,7 @@ request, and who is asking (an API token, or a browser's session cookie)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -69,6 +70,8 @@ def optional_user(request: Request, s: SessionDep,
     """An `Authorization: Bearer` API token, else the browser's session cookie. A change asked
     for with the cookie from another site's page is refused (the cookie is SameSite=Strict
     already; this holds for browsers that send it anyway)."""
+    if authorization and authorization.startswith("Basic "):
+        return basic_user(s, request, authorization)
     token = bearer(authorization)
     if token:
         return accounts.user_by_token(s, token)
@@ -76,6 +79,20 @@ def optional_user(request: Request, s: SessionDep,
     if user is not None and request.method not in SAFE_METHODS and cross_site(request):
         raise ServiceError(403, "a change signed in by cookie must come from this site's pages")
     return user
+
+
+def basic_user(s: Session, request: Request, authorization: str) -> User | None:
+    """HTTP Basic, as the ICPC tools sign in to the CCS API: a name and its password (the
+    sign-in limits apply), or a name and one of its API tokens."""
+    try:
+        name, _, secret = base64.b64decode(authorization[6:], validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        raise ServiceError(401, "Basic credentials must be base64 of name:password") from None
+    by_token = accounts.user_by_token(s, secret)
+    if by_token is not None:
+        return by_token if by_token.name == name else None
+    address = request.client.host if request.client else "unknown"
+    return accounts.sign_in(s, request.app.state.settings, name, secret, address)
 
 
 def cross_site(request: Request) -> bool:

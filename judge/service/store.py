@@ -920,7 +920,9 @@ def _compute_results(key: tuple, contest: Contest | None, problems: list[str],
         total = sum(score for score, _ in scores.values())
         reached = max(moment for _, moment in scores.values())
         row = {"name": name, "total": total, "reached_at": reached,
-               "problems": {p: scores[p][0] for p in problems if p in scores}}
+               "problems": {p: scores[p][0] for p in problems if p in scores},
+               # when each problem's best was first reached (the CCS scoreboard's times)
+               "times": {p: scores[p][1].isoformat() for p in problems if p in scores}}
         if contest is not None and contest.teams:
             row.update(team=is_team, members=sorted(members[is_team, name]))
         rows.append(row)
