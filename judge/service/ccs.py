@@ -257,8 +257,11 @@ class Feed:
                     entry["time"] = self.contest_time(
                         datetime.fromisoformat(row["times"][slug]), clamp=True)
                 problems.append(entry)
+            reached = row.get("reached_at")  # when the total was reached (ties break on it)
             rows.append({"rank": row.get("rank") or last, "team_id": self.team_id(key),
-                         "score": {"score": row["total"]}, "problems": problems})
+                         "score": {"score": row["total"], "time": self.contest_time(
+                             datetime.fromisoformat(reached), clamp=True) if reached else None},
+                         "problems": problems})
         now = utcnow()
         return {"time": abstime(now), "contest_time": self.contest_time(now),
                 "state": self.state(), "rows": rows}

@@ -122,8 +122,9 @@ def test_each_endpoint_holds_what_the_specification_requires(api, contest):
     state = api.get(f"{base}/state", headers=admin).json()
     assert state["started"] and state["frozen"] is None and state["ended"] is None
     board = api.get(f"{base}/scoreboard", headers=admin).json()
-    assert [(r["rank"], r["team_id"], r["score"]) for r in board["rows"]] == [
-        (1, "bob", {"score": 150.0}), (2, "alice", {"score": 100.0})]
+    assert [(r["rank"], r["team_id"], r["score"]["score"]) for r in board["rows"]] == [
+        (1, "bob", 150.0), (2, "alice", 100.0)]
+    assert all(RELTIME.match(r["score"]["time"]) for r in board["rows"])
     bob = board["rows"][0]["problems"][0]
     assert (bob["problem_id"], bob["num_judged"], bob["num_pending"], bob["score"]) == (
         "vector_add", 1, 1, 150.0)
