@@ -102,6 +102,14 @@ class Settings:
                                  "carry, so that it removes its own leftovers", "worker")
     sandbox_paths: str = setting("KJUDGE_SANDBOX_PATHS", "", "toolchain folders outside /usr a "
                                  "bwrap run may see, `:`-separated (e.g. /opt/maca)", "worker")
+    ncu: str = setting("KJUDGE_NCU", "ncu", "Nsight Compute's command line, for profile "
+                       "submissions (it must be visible inside the sandbox: under CUDA_HOME, "
+                       "/usr or KJUDGE_SANDBOX_PATHS)", "worker")
+    profile_report_mb: int = setting("KJUDGE_PROFILE_REPORT_MB", 32, "the largest Nsight "
+                                     "Compute report kept for a profile submission", "worker")
+    profile_timeout_s: int = setting("KJUDGE_PROFILE_TIMEOUT_S", 300, "Nsight Compute's time "
+                                     "for the profiled call and its report (it replays each "
+                                     "kernel many times)", "worker")
     docker_image: str = setting("KJUDGE_DOCKER_IMAGE", "", "the contest image, pinned by digest "
                                 "(`name@sha256:…` or `sha256:…`)", "worker")
     docker_python: str = setting("KJUDGE_DOCKER_PYTHON", "python3", "the interpreter inside "

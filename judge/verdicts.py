@@ -33,5 +33,7 @@ def overall_verdict(test_verdicts: list[Verdict]) -> Verdict:
 
 
 # A submission's mode: only ranked ones count on boards; benchmark ones are judged and timed;
-# test ones are judged on their sample points only, correctness only (no timing)
-RANKED, BENCHMARK, TEST = SUBMISSION_MODES = ("ranked", "benchmark", "test")
+# test ones are judged on their sample points only, correctness only (no timing); profile ones
+# (where a contest allows them, on an NVIDIA GPU) run one sample point's call under Nsight
+# Compute (judge/judging/profiling.py)
+RANKED, BENCHMARK, TEST, PROFILE = SUBMISSION_MODES = ("ranked", "benchmark", "test", "profile")

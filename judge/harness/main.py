@@ -596,6 +596,22 @@ class Harness:
         self.call(self.sets[msg["set"]])
         return {"ok": True}
 
+    def op_profile(self, msg: dict) -> dict:
+        """One call between cudaProfilerStart and cudaProfilerStop: what a profiler started
+        with profiling off (Nsight Compute's --profile-from-start off) records."""
+        inputs = self.sets[msg["set"]]
+        for t in inputs.outputs.values():
+            poison(t)
+        self.device.synchronize()
+        if self.device.is_cuda:
+            torch.cuda.profiler.start()
+        try:
+            self.call(inputs)
+        finally:
+            if self.device.is_cuda:
+                torch.cuda.profiler.stop()
+        return {"ok": True}
+
     def op_warmup(self, msg: dict) -> dict:
         deadline = _perf_counter_ns() + msg["seconds"] * 1e9
         calls = 0
@@ -670,6 +686,7 @@ class Harness:
 
     def serve(self) -> None:
         handlers = {"load": self.op_load, "run": self.op_run, "warm": self.op_warm,
+                    "profile": self.op_profile,
                     "warmup": self.op_warmup, "prepare": self.op_prepare, "time": self.op_time,
                     "collect": self.op_collect}
         for line in sys.stdin.buffer:

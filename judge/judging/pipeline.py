@@ -35,7 +35,7 @@ from judge.host.telemetry import (
     throttle_meter,
     unusable_compute_mode,
 )
-from judge.judging import dequant, jit_cache, scoring
+from judge.judging import dequant, jit_cache, profiling, scoring
 from judge.judging import timing as timing_loop
 from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
 from judge.judging.flusher import CacheFlusher
@@ -117,6 +117,9 @@ class JudgeOptions:
     # starts one before importing torch), else a worker's pool, else one started now
     slot: Slot | None = None
     pool: SlotPool | None = None
+    # a profile judging: the submission's harness runs under Nsight Compute, and one more call
+    # of the (one) test point is profiled once it is checked (judge/judging/profiling.py)
+    profile: profiling.Profiling | None = None
 
 
 class RunFailure(Exception):
@@ -285,7 +288,10 @@ class JudgingRun:
     def _take_slot(self) -> Slot:
         env = startup_env(self.sandbox, self.device)
         options = self.options
-        if options.slot is not None and options.slot.env == env and not options.slot.taken:
+        if options.profile is not None:  # a harness of its own, under the profiler
+            slot = Slot.start(self.sandbox, env, ahead=False, wrap=functools.partial(
+                profiling.wrapper, options.profile.ncu))
+        elif options.slot is not None and options.slot.env == env and not options.slot.taken:
             slot, options.slot.taken = options.slot, True
         elif options.pool is not None:
             slot = options.pool.take(env)
@@ -370,6 +376,9 @@ class JudgingRun:
                 self._check_all(submission, tests, cases)
             self.result.verdict = overall_verdict([t.verdict for t in self.result.tests
                                                    if t.verdict])
+            if self.result.verdict is Verdict.AC and self.options.profile is not None:
+                with self._phase("profile"):
+                    self._profile(submission, tests[-1])
             if self.result.verdict is Verdict.AC and baseline is not None:
                 self._take_opinion()
                 with self._phase("timing"), self._quiet():
@@ -641,6 +650,23 @@ class JudgingRun:
                     dequant.comparable(expected, self.spec.signature))
         except ValueError as exc:  # the reference's scales do not fit its own outputs
             raise ProblemRuntimeError(f"the reference's scaled outputs: {exc}") from exc
+
+    def _profile(self, sub: Contender, test: TestPoint) -> None:
+        """One more call of the last checked point between cudaProfilerStart and Stop; the
+        harness then exits, so that Nsight Compute writes its report and summary."""
+        wanted = self.options.profile
+        try:
+            sub.request("profile", wanted.timeout_s, set=0)
+            sub.proc.send(protocol.request("exit"))
+            ended = sub.proc.wait(wanted.timeout_s)
+        except (RunFailure, ProtocolError) as exc:
+            self.result.profile = {"point": test.name, "tool": "ncu", "kernels": [],
+                                   "note": f"the profiled call failed: {exc}"}
+            return
+        self.result.profile = profiling.collect(sub.scratch.host, wanted, test.name)
+        if ended is None:
+            self.result.profile["note"] = (f"Nsight Compute did not finish within "
+                                           f"{wanted.timeout_s:g} s")
 
     # -- timing ----------------------------------------------------------------------------
     def _take_opinion(self) -> None:

@@ -129,6 +129,9 @@ class JudgeResult:
     # where the wall time went, in seconds: compile, sandbox_start, reference, correctness,
     # timing (the judging); queue_wait and store (added by the service)
     phases: dict[str, float] = field(default_factory=dict)
+    # a profile submission's Nsight Compute summary (judge/judging/profiling.py): the point,
+    # the kernels' metrics, the report file's name and size
+    profile: dict = field(default_factory=dict)
 
     @property
     def overhead_s(self) -> float:

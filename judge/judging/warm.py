@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -72,9 +72,10 @@ class Slot:
 
     @classmethod
     def start(cls, sandbox: Sandbox, env: dict[str, str], ahead: bool = True,
-              idle: bool = False) -> Slot:
+              idle: bool = False, wrap: Callable[[str], list[str]] | None = None) -> Slot:
         """Start both harnesses (`ahead` of their judging; at `idle` CPU priority until taken,
-        while another judging runs)."""
+        while another judging runs); `wrap`: the submission's harness runs under the command
+        it gives for its scratch folder's sandbox path (a profiler)."""
         workdir = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=work_root()))
         workdir.chmod(0o755)
         inputs = Mount(workdir / "inputs", "/kj/inputs")
@@ -86,13 +87,15 @@ class Slot:
         limits = replace(WARM_LIMITS, cpu_idle=idle, cpus=cpus)
         try:
             for role in ROLES:
-                slot.harnesses[role] = slot._spawn(sandbox, role, limits)
+                slot.harnesses[role] = slot._spawn(sandbox, role, limits,
+                                                   wrap if role == "submission" else None)
         except BaseException:
             slot.close()
             raise
         return slot
 
-    def _spawn(self, sandbox: Sandbox, role: str, limits: SandboxLimits) -> WarmHarness:
+    def _spawn(self, sandbox: Sandbox, role: str, limits: SandboxLimits,
+               wrap: Callable[[str], list[str]] | None = None) -> WarmHarness:
         root = self.workdir / role
         (root / "sub").mkdir(parents=True)
         (root / "scratch").mkdir()
@@ -101,6 +104,8 @@ class Slot:
         scratch = Mount(root / "scratch", "/kj/scratch", writable=True)
         harness = Mount(HARNESS_DIR, "/kj/harness")
         argv = [sandbox.python, "-E", "-s", "-B", sandbox.path(harness, "main.py")]
+        if wrap is not None:
+            argv = wrap(sandbox.path(scratch)) + argv
         proc = sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs], cwd=scratch,
                              env=self.env, limits=limits)
         return WarmHarness(role, proc, sub, scratch)
