@@ -62,6 +62,7 @@ from judge.service.models import (
     JudgingRow,
     Participation,
     ProblemRow,
+    ProfileReport,
     Rejudge,
     Sanction,
     Submission,
@@ -118,6 +119,8 @@ class ContestFields(Body):
                                      "again on fresh seeds and the final board counts those "
                                      "(default)")
     teams: bool | None = Field(None, description="ranked by the users' teams")
+    profile: bool | None = Field(None, description="takes profile submissions (Nsight Compute "
+                                 "over one sample point's call; an NVIDIA device)")
     window_s: int | None = Field(None, ge=60, description="per-user windows: each contestant "
                                  "starts when they choose and has this long (by ends_at)")
     quotas: dict[Mode, Quota] | None = Field(
@@ -426,7 +429,7 @@ def contest_view(contest: Contest) -> dict:
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
             "teams": contest.teams, "hold_flagged": contest.hold_flagged,
-            "quotas": contest.quotas, "window_s": contest.window_s,
+            "quotas": contest.quotas, "window_s": contest.window_s, "profile": contest.profile,
             "system_test": contest.system_test, **times,
             "frozen": store.contest_frozen(contest), "state": windows.contest_state(contest)}
 
@@ -534,6 +537,17 @@ def _routes(app: FastAPI) -> None:
         return Response(report.csv_text(JudgeResult.from_dict(view)), media_type="text/csv",
                         headers={"Content-Disposition":
                                  f'attachment; filename="submission-{submission_id}.csv"'})
+
+    @app.get("/api/submissions/{submission_id}/profile.ncu-rep")
+    def profile_report(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
+        """A profile submission's Nsight Compute report (open it in Nsight Compute's UI)."""
+        current = store.current_judging(store.get_submission(s, user, submission_id))
+        found = s.get(ProfileReport, current.id) if current is not None else None
+        if found is None:
+            raise store.ServiceError(404, f"submission {submission_id} has no profile report "
+                                          "(only a profile submission has one, once judged)")
+        return Response(found.data, media_type="application/octet-stream", headers={
+            "Content-Disposition": f'attachment; filename="submission-{submission_id}.ncu-rep"'})
 
     @app.get("/api/submissions")
     def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,

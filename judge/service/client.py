@@ -50,9 +50,9 @@ class Client:
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
-                return Reply(response.status, response.read().decode())
+                return Reply(response.status, response.read())
         except urllib.error.HTTPError as exc:
-            reply = Reply(exc.code, exc.read().decode(errors="replace"))
+            reply = Reply(exc.code, exc.read())
         except (urllib.error.URLError, OSError) as exc:
             raise CommandError(f"cannot reach {self.server}: {exc}") from None
         try:
@@ -63,8 +63,12 @@ class Client:
 
 
 class Reply:
-    def __init__(self, status_code: int, text: str):
-        self.status_code, self.text = status_code, text
+    def __init__(self, status_code: int, body: bytes):
+        self.status_code, self.body = status_code, body
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(errors="replace")
 
     def json(self):
         return json.loads(self.text)
@@ -129,18 +133,40 @@ def _record_table(record: dict) -> str:
     from judge.judging import report
     from judge.judging.record import JudgeResult
 
-    table = report.table(JudgeResult.from_dict(record))
+    table = report.table(JudgeResult.from_dict(record)) + profile_text(record.get("profile"))
     mode = record.get("mode", RANKED)
     if mode == RANKED:
         return table
     unranked = {"test": "a test submission: its sample points only, correctness only, "
                         "counted nowhere",
-                "benchmark": "a benchmark submission: judged and timed, counted nowhere"}
+                "benchmark": "a benchmark submission: judged and timed, counted nowhere",
+                "profile": "a profile submission: one sample point's call under Nsight Compute, "
+                           "counted nowhere"}
     return f"{unranked.get(mode, mode)}\n{table}"
+
+
+def profile_text(profile: dict | None) -> str:
+    """A profile judging's Nsight Compute summary: per kernel, each metric's average."""
+    if not profile:
+        return ""
+    lines = ["", f"Nsight Compute, test point {profile['point']}"
+             + (f" (report: {profile['report_bytes']} bytes, `kjudge status ID --profile "
+                "FILE`)" if profile.get("report") else "")]
+    for row in profile.get("kernels", []):
+        lines.append(f"  {row.get('Kernel Name', '?')[:40]:<40} {row.get('Metric Name', ''):<32}"
+                     f" {row.get('Average', '')} {row.get('Metric Unit', '')}")
+    if profile.get("note"):
+        lines.append(f"  {profile['note']}")
+    return "\n".join(lines)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     client = _client(args)
+    if args.profile:
+        reply = client.call("GET", f"/api/submissions/{args.id}/profile.ncu-rep")
+        Path(args.profile).write_bytes(reply.body)
+        print(f"submission {args.id}: Nsight Compute report -> {args.profile}")
+        return EXIT_OK
     if args.csv:
         text = client.call("GET", f"/api/submissions/{args.id}/results.csv").text
         Path(args.csv).write_text(text)
@@ -413,6 +439,8 @@ def register(sub) -> None:
     shown.add_argument("--compare", type=int, metavar="OTHER",
                        help="per test point beside another submission: verdicts, ms, speedups")
     shown.add_argument("--csv", metavar="FILE", help="its results per test point as CSV")
+    shown.add_argument("--profile", metavar="FILE", help="a profile submission's Nsight Compute "
+                       "report (.ncu-rep)")
     client_args(st)
     st.set_defaults(func=cmd_status)
 

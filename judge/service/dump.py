@@ -3,16 +3,18 @@ new hosts, or keeping one after it ended (`kjudge export --format dump`, `kjudge
 `kjudge db import`).
 
 Every table of the schema (`models.Base.metadata`: no list here), every column, times in UTC
-ISO form. A dump names the schema revision it was made at; it loads only into a database at the
-same revision (upgrade the old one first), so that no column is guessed.
+ISO form, bytes (profile reports) in base64. A dump names the schema revision it was made at;
+it loads only into a database at the same revision (upgrade the old one first), so that no
+column is guessed.
 """
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import DateTime, Table, delete, func, insert, select, text
+from sqlalchemy import DateTime, LargeBinary, Table, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from judge.service.models import Base, Counter
@@ -75,6 +77,8 @@ def import_dump(s: Session, dump: dict[str, Any]) -> dict[str, int]:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):  # a profile's report file
+        return base64.b64encode(value).decode()
     if isinstance(value, datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)  # SQLite: naive
         return aware.astimezone(timezone.utc).isoformat()
@@ -85,9 +89,15 @@ def _typed(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     unknown = set(row) - set(table.columns.keys())
     if unknown:
         raise DumpError(f"table {table.name}: columns this schema does not have: {sorted(unknown)}")
-    return {name: datetime.fromisoformat(value)
-            if isinstance(table.columns[name].type, DateTime) and isinstance(value, str)
-            else value for name, value in row.items()}
+    return {name: _column_value(table.columns[name].type, value) for name, value in row.items()}
+
+
+def _column_value(kind, value: Any) -> Any:
+    if isinstance(value, str) and isinstance(kind, DateTime):
+        return datetime.fromisoformat(value)
+    if isinstance(value, str) and isinstance(kind, LargeBinary):
+        return base64.b64decode(value)
+    return value
 
 
 def _move_sequence(s: Session, table: Table) -> None:

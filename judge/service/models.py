@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     false,
@@ -145,6 +146,8 @@ class Contest(Base):
     # per-user windows (CMS's per_user_time): each contestant starts when they choose, between
     # starts_at and ends_at, and has this long (ending by ends_at); None: one window for all
     window_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # profile submissions taken (an NVIDIA device: Nsight Compute over one sample point's call)
+    profile: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Rejudge(Base):
@@ -300,6 +303,18 @@ class Participation(Base):
     ends_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     user: Mapped[User] = relationship()
+
+
+class ProfileReport(Base):
+    """A profile judging's Nsight Compute report file, for its submitter and organizers (its
+    summary is in the judging's record)."""
+
+    __tablename__ = "profile_reports"
+
+    judging_id: Mapped[int] = mapped_column(ForeignKey("judgings.id"), primary_key=True)
+    filename: Mapped[str] = mapped_column(String(100))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Clarification(Base):

@@ -38,7 +38,7 @@ from judge.service.models import (
 )
 from judge.service.times import aware
 from judge.settings import Settings
-from judge.verdicts import RANKED, SUBMISSION_MODES, State, Verdict
+from judge.verdicts import PROFILE, RANKED, SUBMISSION_MODES, State, Verdict
 
 log = logging.getLogger("kjudge.service")
 DONE = State.DONE.value
@@ -148,6 +148,8 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
         windows.refuse_outside(s, contest, user)
         if problem.slug not in contest.problems:
             raise ServiceError(404, f"problem {problem.slug} is not part of {contest.slug}")
+    if mode == PROFILE:
+        _refuse_unprofilable(contest, device)
     sanctions.refuse_barred(s, user, contest)
     _check_rate(s, settings, user)
     if contest is not None and not user.is_admin:
@@ -175,6 +177,16 @@ def _check_rate(s: Session, settings: Settings, user: User) -> None:
 
 
 HOUR = timedelta(hours=1)
+PROFILED_DEVICES = ("cuda",)  # where Nsight Compute runs
+
+
+def _refuse_unprofilable(contest: Contest | None, device: str) -> None:
+    if contest is None or not contest.profile:
+        raise ServiceError(403, "profile submissions are taken only in a contest that allows "
+                                "them (its `profile` setting)")
+    if device.partition(".")[0] not in PROFILED_DEVICES:
+        raise ServiceError(422, f"profiling needs an NVIDIA GPU: {contest.slug} is judged on "
+                                f"{device}")
 
 
 def _check_quota(s: Session, user: User, contest: Contest, problem: ProblemRow,

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 from functools import cache
+from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
@@ -27,12 +30,13 @@ from celery.signals import (
 from sqlalchemy.exc import DBAPIError
 
 from judge.host import processes
+from judge.judging import profiling
 from judge.judging.record import JudgeResult
 from judge.service import db, metrics, store, times
 from judge.service.broker import TASK_NAME, celery_app, publish
-from judge.service.models import JudgingRow
+from judge.service.models import JudgingRow, ProfileReport
 from judge.settings import Settings, settings
-from judge.verdicts import TEST, State
+from judge.verdicts import PROFILE, TEST, State
 
 log = logging.getLogger("kjudge.worker")
 
@@ -121,8 +125,9 @@ def judge_task(task, judging_id: int) -> str:
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(config, judging_id, token, stop), daemon=True)
     beat.start()
+    report: bytes | None = None
     try:
-        result = run_judging(config, judging_id, token)
+        result, report = run_judging(config, judging_id, token)
     except SoftTimeLimitExceeded:
         result = _system_error(config, judging_id, "the judging ran past the worker's time limit",
                                "worker time limit")
@@ -135,6 +140,8 @@ def judge_task(task, judging_id: int) -> str:
         started = time.monotonic()
         if not _finish(config, judging_id, token, result):
             return "claim lost"
+        if report is not None:
+            _store_report(config, judging_id, report)
         _record_store(config, judging_id, time.monotonic() - started)
         return "finished"
     except DBAPIError as exc:
@@ -202,8 +209,17 @@ def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Ev
             log.warning("heartbeat of judging %s failed: %s", judging_id, exc)
 
 
-def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
-    """Judge with the same pipeline as `kjudge judge`; the record to store."""
+def _store_report(config: Settings, judging_id: int, report: bytes) -> None:
+    """A profile judging's report file, kept beside its record (a second judging of the same
+    row, after a lost worker, replaces the first's)."""
+    with db.session(config.database_url) as s:
+        s.merge(ProfileReport(judging_id=judging_id, filename=profiling.REPORT, data=report))
+
+
+def run_judging(config: Settings, judging_id: int,
+                token: str) -> tuple[JudgeResult, bytes | None]:
+    """Judge with the same pipeline as `kjudge judge`; the record to store, and a profile
+    judging's report file."""
     from judge.host.device import DeviceUnavailable
     from judge.judging.admission import SubmissionRejected
     from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
@@ -221,23 +237,48 @@ def run_judging(config: Settings, judging_id: int, token: str) -> JudgeResult:
         with db.session(config.database_url) as s:
             store.holds(s, judging_id, token, state=state.value)
 
+    out = Path(tempfile.mkdtemp(prefix="kjudge-profile-"))
     try:
         problem = load_problem(problem_path)
         device, pool = worker_pool()
-        # a test submission: its sample points, correctness only
-        samples = [t.name for t in problem.tests if t.sample] if mode == TEST else None
+        options = JudgeOptions(on_state=on_state, pool=pool)
+        samples = [t.name for t in problem.tests_for(device.kind) if t.sample]
+        if mode == TEST:  # its sample points, correctness only
+            options.tests, options.timing = samples, False
+        elif mode == PROFILE:  # the last sample point, its call under Nsight Compute
+            options.tests, options.timing = samples[-1:], False
+            options.profile = profiling.Profiling(
+                ncu=_ncu(config), out_dir=out, timeout_s=config.profile_timeout_s,
+                max_report_bytes=config.profile_report_mb * 2**20)
         result = judge_source(problem, source, language=language, device=device,
-                              sandbox=pool.sandbox,
-                              options=JudgeOptions(on_state=on_state, pool=pool, tests=samples,
-                                                   timing=samples is None))
-    except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected) as exc:
+                              sandbox=pool.sandbox, options=options)
+        found = out / profiling.REPORT
+        report = found.read_bytes() if found.is_file() else None
+    except (ProblemError, DeviceUnavailable, NotRunnable, SubmissionRejected,
+            NotProfilable) as exc:
         return _system_error(config, judging_id, f"not runnable on this worker: {exc}",
-                             "route this judging to a worker that can run it")
+                             "route this judging to a worker that can run it"), None
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     result.requested = requested
     # where the time went: the queue wait, then the judging's own phases
     result.phases = {name: round(seconds, 3) for name, seconds in
                      {"queue_wait": waited, **result.phases}.items() if seconds is not None}
-    return result
+    return result, report
+
+
+def _ncu(config: Settings) -> str:
+    """Nsight Compute's command, as a path the sandbox sees (it must be under a folder the
+    sandbox binds: CUDA_HOME, /usr or KJUDGE_SANDBOX_PATHS)."""
+    found = shutil.which(config.ncu)
+    if found is None:
+        raise NotProfilable(f"profile submissions need Nsight Compute: {config.ncu!r} is not "
+                            "on this worker (set KJUDGE_NCU)")
+    return found
+
+
+class NotProfilable(Exception):
+    pass
 
 
 @cache
