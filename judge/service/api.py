@@ -393,6 +393,7 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
         "tests": [],
     }
     view.update(judging_view(current, show_secret=user.is_admin, admin=user.is_admin))
+    view["language"] = submission.language  # the submission's own, whatever a record says
     # off the boards until an organizer decides (a contest may count flagged results)
     view["held"] = current is not None and store.held(object_session(submission), current)
     view["state"] = latest.state if latest else State.QUEUED.value

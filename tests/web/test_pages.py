@@ -531,6 +531,50 @@ def test_a_contestant_starts_their_window_and_an_organizer_gives_extra_time(brow
     assert jay.errors == [] and organizer.errors == []
 
 
+def test_a_profile_submissions_page_shows_its_kernels_and_the_report(browser, stack):
+    """Sent from the problem page to a contest that takes profile submissions; no GPU worker
+    serves it here, so its judging is finished as one would (tests/server/test_profiles.py runs
+    the worker's profile judging itself)."""
+    from judge.judging.record import JudgeResult
+    from judge.service import db, store, worker
+    from judge.service.models import JudgingRow
+    from judge.settings import Settings
+    from judge.verdicts import Verdict
+
+    made = stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "nsight", "title": "Nsight Cup", "problems": ["vector_add"],
+        "device": "cuda.h200", "profile": True})
+    assert made.status_code == 201, made.text
+    page = sign_in(browser, stack, stack.token_for("kim"))
+    page.goto(stack.url + "/#/problems/vector_add")
+    page.wait_for_selector(".cm-content")
+    page.select_option("#language", "cuda")
+    set_source(page, (VA / "solutions/AC/hopper_wgmma_fence.cu").read_text())
+    page.select_option("#contest", "nsight")
+    page.select_option("#mode", "profile")
+    page.click("#submit button[type=submit]")
+    page.wait_for_selector("#mode-card:has-text('under Nsight Compute')")
+    sid = int(page.url.rsplit("/", 1)[1])
+    url = f"sqlite:///{stack.tmp}/data/kjudge.db"
+    with db.session(url) as s:
+        judging = s.query(JudgingRow).filter_by(submission_id=sid).one()
+        token = store.claim(s, judging.id, "gpu-worker")
+        store.finish(s, judging.id, token, JudgeResult("vector_add", language="cuda",
+                                                       verdict=Verdict.AC, profile={
+            "point": "tiny", "tool": "ncu", "report": "profile.ncu-rep", "report_bytes": 5,
+            "kernels": [{"Kernel Name": "vector_add_kernel", "Section Name": "Speed Of Light",
+                         "Metric Name": "Duration", "Metric Unit": "usecond",
+                         "Average": "2.11"}]}))
+        judging_id = judging.id
+    worker._store_report(Settings(database_url=url), judging_id, b"NCU!!")
+    page.wait_for_selector("#profile td:has-text('vector_add_kernel')")
+    with page.expect_download() as download:
+        page.click("#profile-report")
+    assert Path(download.value.path()).read_bytes() == b"NCU!!"
+    shot(page, "profile-submission")
+    assert page.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

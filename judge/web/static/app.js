@@ -292,7 +292,8 @@ async function problemPage(slug) {
         <label for="mode">Mode</label><select id="mode">
           <option value="ranked">ranked: counts</option>
           <option value="benchmark">benchmark: timed, counted nowhere</option>
-          <option value="test">test: the samples only, correctness only, fast</option></select>
+          <option value="test">test: the samples only, correctness only, fast</option>
+          <option value="profile">profile: a sample point's call under Nsight Compute</option></select>
         <span id="quota" class="muted"></span></div>
       <textarea id="source" spellcheck="false" placeholder="run_kernel source"></textarea>
       <div id="editor" class="editor"></div>
@@ -524,7 +525,7 @@ async function submissionPage(id) {
         <div class="card">language<b>${esc(r.language)}</b></div>
         <div class="card" id="mode-card">mode<b>${esc(r.mode)}</b><span class="muted">${
           r.mode === "ranked" ? "counts on the boards" : r.mode === "test" ? "samples only, counted nowhere"
-          : "timed, counted nowhere"}</span></div>
+          : r.mode === "profile" ? "under Nsight Compute, counted nowhere" : "timed, counted nowhere"}</span></div>
         <div class="card">problem<b><a href="#/problems/${esc(r.problem)}">${esc(r.problem)}</a></b>
           <span class="muted">version ${esc(r.problem_version || "–")}</span></div>
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
@@ -539,6 +540,7 @@ async function submissionPage(id) {
       ${r.sandbox === "process" ? `<p class="error">Judged without isolation (the process sandbox, `
         + `for development only): this result must not count in a contest.</p>` : ""}
       ${r.verdict === "CE" ? `<h2>Compile log</h2><pre>${esc(r.compile_log)}</pre>` : ""}
+      ${r.profile && r.profile.point ? profilePanel(r) : ""}
       <h2>Special judge report</h2>${testsTable(r.tests || [])}
       <p><a id="csv" href="/api/submissions/${r.id}/results.csv" download>Download as CSV</a></p>
       ${speedupChart(r.tests || [])}
@@ -573,6 +575,18 @@ async function submissionPage(id) {
     return r.state !== "DONE" || history.some((h) => h.state !== "DONE");
   };
   if (await load()) every(1500, async () => { if (!(await load())) clearInterval(state.timer); });
+}
+
+function profilePanel(r) {
+  const p = r.profile;
+  return `<h2>Nsight Compute</h2><div id="profile"><p class="muted">Test point ${esc(p.point)}, one call
+      of run_kernel.${p.report ? ` <a id="profile-report" href="/api/submissions/${r.id}/profile.ncu-rep" download>
+      Download the report</a> (${num(p.report_bytes / 1024, 3)} KiB; open it in Nsight Compute)` : ""}</p>
+    ${p.note ? `<p class="error">${esc(p.note)}</p>` : ""}
+    <table><tr><th>kernel</th><th>section</th><th>metric</th><th class="num">average</th><th>unit</th></tr>
+      ${(p.kernels || []).map((k) => `<tr><td>${esc(k["Kernel Name"])}</td><td>${esc(k["Section Name"] || "")}</td>
+        <td>${esc(k["Metric Name"])}</td><td class="num">${esc(k.Average)}</td><td>${esc(k["Metric Unit"] || "")}</td></tr>`).join("")}
+    </table></div>`;
 }
 
 function sanctionNotice(s) {
