@@ -342,6 +342,42 @@ def stage_gputests(ctx: Context) -> None:
             done.returncode == 0, tail[0], seconds=time.monotonic() - started)
 
 
+def stage_profile(ctx: Context) -> None:
+    """A profile judging of vector_add's first AC source under Nsight Compute: ncu found, the
+    harness under it in the sandbox, a summary with kernels, the report kept. On the CPU (the
+    rehearsal) the repository's stand-in ncu takes its place."""
+    import shutil
+
+    from judge.judging import profiling
+    from judge.judging.pipeline import JudgeOptions, judge_source
+    from judge.settings import settings
+    from judge.verdicts import Verdict
+
+    ncu = shutil.which(settings().ncu) or shutil.which("/usr/local/cuda/bin/ncu")
+    if ncu is None and ctx.device.kind == "cpu":
+        ncu = str(ROOT / "tests" / "standins" / "ncu")
+    if ncu is None:
+        ctx.row("ncu", False, "Nsight Compute not found (KJUDGE_NCU, PATH, /usr/local/cuda/bin)")
+        return
+    problem = _problem("vector_add")
+    language, path = _language_sources(ctx.device.kind)[0]
+    point = [t.name for t in problem.tests_for(ctx.device.kind) if t.sample][-1:]
+    wanted = profiling.Profiling(ncu=ncu, out_dir=ctx.out / "profile", timeout_s=40)
+    started = time.monotonic()
+    result = judge_source(problem, path.read_text(), language=language, filename=path.name,
+                          device=ctx.device, sandbox=ctx.sandbox,
+                          options=JudgeOptions(timing=False, tests=point, profile=wanted))
+    found = result.profile or {}
+    kernels = found.get("kernels") or []
+    duration = next((k.get("Average") for k in kernels if k.get("Metric Name") == "Duration"),
+                    None)
+    ctx.row(f"ncu over vector_add {language} ({ncu})",
+            result.verdict is Verdict.AC and bool(kernels) and bool(found.get("report")),
+            found.get("note") or _verdict_text(result),
+            {"metrics": len(kernels), "duration": duration,
+             "report_bytes": found.get("report_bytes")}, time.monotonic() - started)
+
+
 STAGES = (
     Stage("device", 40, stage_device),
     Stage("languages", 90, stage_languages),
@@ -351,6 +387,7 @@ STAGES = (
     Stage("l2", 20, stage_l2, gpu_only=True),
     Stage("selftests", 90, stage_selftests),
     Stage("gputests", 90, stage_gputests),
+    Stage("profile", 45, stage_profile),
 )
 
 

@@ -289,8 +289,9 @@ class JudgingRun:
         env = startup_env(self.sandbox, self.device)
         options = self.options
         if options.profile is not None:  # a harness of its own, under the profiler
-            slot = Slot.start(self.sandbox, env, ahead=False, wrap=functools.partial(
-                profiling.wrapper, options.profile.ncu))
+            ncu = options.profile.ncu
+            slot = Slot.start(self.sandbox, env, ahead=False, shown=profiling.folders(ncu),
+                              wrap=functools.partial(profiling.wrapper, ncu))
         elif options.slot is not None and options.slot.env == env and not options.slot.taken:
             slot, options.slot.taken = options.slot, True
         elif options.pool is not None:

@@ -34,6 +34,13 @@ class Profiling:
     max_report_bytes: int = 32 * 2**20
 
 
+def folders(ncu: str) -> list[Path]:
+    """The folders the sandbox must show for ncu to run: its own, and where its link leads
+    (CUDA's bin/ncu points into the nsight-compute install, with its libraries and sections)."""
+    found = [Path(ncu).parent, Path(ncu).resolve().parent]
+    return list(dict.fromkeys(found))
+
+
 def wrapper(ncu: str, scratch: str) -> list[str]:
     """The argv prefix that runs the harness under ncu, its files in `scratch` (the sandbox's
     path of the run's scratch folder)."""

@@ -21,7 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -72,10 +72,12 @@ class Slot:
 
     @classmethod
     def start(cls, sandbox: Sandbox, env: dict[str, str], ahead: bool = True,
-              idle: bool = False, wrap: Callable[[str], list[str]] | None = None) -> Slot:
+              idle: bool = False, wrap: Callable[[str], list[str]] | None = None,
+              shown: Sequence[Path] = ()) -> Slot:
         """Start both harnesses (`ahead` of their judging; at `idle` CPU priority until taken,
         while another judging runs); `wrap`: the submission's harness runs under the command
-        it gives for its scratch folder's sandbox path (a profiler)."""
+        it gives for its scratch folder's sandbox path (a profiler), whose `shown` folders
+        its sandbox shows, read-only, where they are."""
         workdir = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=work_root()))
         workdir.chmod(0o755)
         inputs = Mount(workdir / "inputs", "/kj/inputs")
@@ -87,15 +89,18 @@ class Slot:
         limits = replace(WARM_LIMITS, cpu_idle=idle, cpus=cpus)
         try:
             for role in ROLES:
+                wrapped = role == "submission"
                 slot.harnesses[role] = slot._spawn(sandbox, role, limits,
-                                                   wrap if role == "submission" else None)
+                                                   wrap if wrapped else None,
+                                                   shown if wrapped else ())
         except BaseException:
             slot.close()
             raise
         return slot
 
     def _spawn(self, sandbox: Sandbox, role: str, limits: SandboxLimits,
-               wrap: Callable[[str], list[str]] | None = None) -> WarmHarness:
+               wrap: Callable[[str], list[str]] | None = None,
+               shown: Sequence[Path] = ()) -> WarmHarness:
         root = self.workdir / role
         (root / "sub").mkdir(parents=True)
         (root / "scratch").mkdir()
@@ -106,7 +111,9 @@ class Slot:
         argv = [sandbox.python, "-E", "-s", "-B", sandbox.path(harness, "main.py")]
         if wrap is not None:
             argv = wrap(sandbox.path(scratch)) + argv
-        proc = sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs], cwd=scratch,
+        tools = [Mount(folder, str(folder)) for folder in shown]
+        proc = sandbox.spawn(argv, mounts=[sub, scratch, harness, self.inputs, *tools],
+                             cwd=scratch,
                              env=self.env, limits=limits)
         return WarmHarness(role, proc, sub, scratch)
 

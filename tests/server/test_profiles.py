@@ -52,7 +52,7 @@ def test_the_worker_profiles_the_last_sample_point_and_keeps_the_report(s, confi
     made, work = submit(s, config, world["alice"], source=source)
     made.mode = "profile"  # the store takes none on a CPU contest: set as if on a GPU one
     s.commit()
-    pool = SimpleNamespace(sandbox=BwrapSandbox(extra_system_paths=[str(STANDIN.parent)]))
+    pool = SimpleNamespace(sandbox=BwrapSandbox())
     monkeypatch.setattr(worker, "worker_pool", lambda: (cpu, pool))
     token = store.claim(s, work.judging_id, "test-worker")
     s.commit()
