@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from judge.service import accounts, audit, db, dump, sanctions, store
-from judge.service.models import Base, Contest
+from judge.service.models import Base, Contest, ProfileReport
 from tests.server.conftest import _postgres_database
 from tests.server.test_service import finish_with, submit
 
@@ -44,6 +44,9 @@ def _contest_with_history(s, config) -> str:
     finish_with(s, w3.judging_id, "WA", 999)
     sanctions.impose(s, admin, "ignore", "a test of the judge", submission_id=wrong.id)
     audit.record(s, admin, "sanction.ignore", f"submission {wrong.id}")
+    s.add(ProfileReport(judging_id=w3.judging_id, filename="profile.ncu-rep",
+                        data=bytes(range(256))))  # bytes travel as base64
+    s.commit()
     _, rejudged = store.rejudge(s, admin, {"problem": "vector_add", "user": "alice"},
                                   "new baseline")
     s.commit()
@@ -76,6 +79,7 @@ def test_a_dump_loads_into_an_empty_database_with_the_same_leaderboard(s, config
         assert store.rejudge_progress(t, 1)["total"] == 1
         assert [x.reason for x in sanctions.listing(t)] == ["a test of the judge"]
         assert [e.action for e in audit.entries(t)] == ["sanction.ignore"]
+        assert t.scalars(sa.select(ProfileReport.data)).one() == bytes(range(256))
         # new rows get new ids (PostgreSQL's sequences were moved past the imported ones)
         user, _ = accounts.create_user(t, "carol")
         t.flush()
