@@ -23,8 +23,9 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
+from judge.service.errors import ServiceError
 from judge.service.models import ApiToken, LoginFailure, User, WebSession, utcnow
-from judge.service.store import ServiceError, aware
+from judge.service.times import aware
 from judge.settings import Settings
 
 HASHER = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)

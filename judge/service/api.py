@@ -33,11 +33,13 @@ from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import (
+    accounts,
     api_accounts,
     api_ccs,
     audit,
     broker,
     clarifications,
+    contests,
     db,
     dump,
     metrics,
@@ -432,7 +434,7 @@ def contest_view(contest: Contest) -> dict:
             "teams": contest.teams, "hold_flagged": contest.hold_flagged,
             "quotas": contest.quotas, "window_s": contest.window_s, "profile": contest.profile,
             "system_test": contest.system_test, **times,
-            "frozen": store.contest_frozen(contest), "state": windows.contest_state(contest)}
+            "frozen": store.contest_frozen(contest), "state": contests.contest_state(contest)}
 
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
@@ -843,10 +845,7 @@ def _routes(app: FastAPI) -> None:
     def extra_time(slug: str, name: str, body: ExtraTimeIn, s: SessionDep,
                    audit_log: AuditDep) -> dict:
         """A user's extra time in the contest (their end moves past the contest's)."""
-        contest = store.get_contest(s, slug)
-        user = s.scalar(select(User).where(User.name == name))
-        if user is None:
-            raise store.ServiceError(404, f"no user {name!r}")
+        contest, user = store.get_contest(s, slug), accounts.get_user(s, name)
         p = windows.give_extra(s, contest, user, body.extra_s)
         audit_log("contest.extra_time", f"{slug} {name}", extra_s=body.extra_s)
         return windows.view(contest, p, user)
@@ -860,7 +859,7 @@ def _routes(app: FastAPI) -> None:
             s, user, contest, store.get_problem(s, problem))}
 
     @app.get("/api/contests")
-    def contests(s: SessionDep) -> list[dict]:
+    def contest_list(s: SessionDep) -> list[dict]:
         return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))]
 
     @app.get("/api/export")

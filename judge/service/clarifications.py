@@ -13,11 +13,11 @@ from datetime import timedelta
 from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.orm import Session, joinedload
 
+from judge.service.contests import get_contest
 from judge.service.errors import ServiceError
 from judge.service.models import (
     Clarification,
     ClarificationRead,
-    Contest,
     ProblemRow,
     User,
     utcnow,
@@ -40,11 +40,7 @@ def _text(text: str, what: str) -> str:
 
 def _scope(s: Session, contest_slug: str | None, problem: str | None) -> int | None:
     """The contest's id; the problem must be one of its problems (or any active one)."""
-    contest = None
-    if contest_slug:
-        contest = s.scalar(select(Contest).where(Contest.slug == contest_slug))
-        if contest is None:
-            raise ServiceError(404, f"no contest {contest_slug!r}")
+    contest = get_contest(s, contest_slug) if contest_slug else None
     if problem:
         if contest is not None and problem not in contest.problems:
             raise ServiceError(404, f"problem {problem} is not part of {contest.slug}")

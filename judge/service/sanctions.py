@@ -15,6 +15,8 @@ from __future__ import annotations
 from sqlalchemy import and_, exists, not_, or_, select
 from sqlalchemy.orm import Session, aliased
 
+from judge.service.accounts import get_user
+from judge.service.contests import get_contest
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, Sanction, Submission, User, utcnow
@@ -55,16 +57,16 @@ def impose(s: Session, admin: User, kind: str, reason: str, *, submission_id: in
         sanction.submission_id = submission_id
     elif kind == BAN:
         _only(kind, "user", user, submission=submission_id, team=team, contest=contest)
-        sanction.user_id = _user(s, user).id
+        sanction.user_id = get_user(s, user).id
         if s.get(User, sanction.user_id).is_admin:
             raise ServiceError(422, f"{user} is an organizer: an organizer is not banned")
     else:
         if contest is None or (user is None) == (team is None) or submission_id is not None:
             raise ServiceError(422, "disqualify names a contest, and a user or a team "
                                     "(not both, not a submission)")
-        sanction.contest_id = _contest(s, contest).id
+        sanction.contest_id = get_contest(s, contest).id
         if user is not None:
-            sanction.user_id = _user(s, user).id
+            sanction.user_id = get_user(s, user).id
         elif not s.scalar(select(User.id).where(User.team == team).limit(1)):
             raise ServiceError(404, f"no user is in team {team!r}")
         sanction.team = team
@@ -81,20 +83,6 @@ def _only(kind: str, needed: str, value, **others) -> None:
     extra = [name for name, given in others.items() if given is not None]
     if extra:
         raise ServiceError(422, f"{kind} names a {needed} only, not a {' or '.join(extra)}")
-
-
-def _user(s: Session, name: str) -> User:
-    user = s.scalar(select(User).where(User.name == name))
-    if user is None:
-        raise ServiceError(404, f"no user {name!r}")
-    return user
-
-
-def _contest(s: Session, slug: str) -> Contest:
-    contest = s.scalar(select(Contest).where(Contest.slug == slug))
-    if contest is None:
-        raise ServiceError(404, f"no contest {slug!r}")
-    return contest
 
 
 def _refuse_twice(s: Session, new: Sanction) -> None:

@@ -24,6 +24,7 @@ from judge.judging.admission import SubmissionRejected, admit, device_kinds
 from judge.judging.record import JudgeResult
 from judge.problem.schema import ProblemError, load_problem, problem_folders
 from judge.service import audit, metrics, sanctions, windows
+from judge.service.contests import get_contest
 from judge.service.counters import results_changed, results_version
 from judge.service.errors import ServiceError
 from judge.service.models import (
@@ -99,13 +100,6 @@ def configure_contest(contest: Contest, fields: dict) -> None:
         if b < a or (b == a and then != "thaw_at"):
             raise ServiceError(422, f"{then} must come after {first}: the times go "
                                     + " < ".join(CONTEST_TIMES).replace("< thaw", "<= thaw"))
-
-
-def get_contest(s: Session, slug: str) -> Contest:
-    contest = s.scalar(select(Contest).where(Contest.slug == slug))
-    if contest is None:
-        raise ServiceError(404, f"no contest {slug!r}")
-    return contest
 
 
 # -- submissions and judgings -----------------------------------------------------------------

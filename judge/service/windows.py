@@ -12,20 +12,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from judge.service.contests import contest_state
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, Participation, Submission, User, utcnow
 from judge.service.times import aware
-
-
-def contest_state(contest: Contest, now: datetime | None = None) -> str:
-    """The contest's own state (not_started, running, ended), whatever anyone's window."""
-    now = now or utcnow()
-    if contest.starts_at and now < aware(contest.starts_at):
-        return "not_started"
-    if contest.ends_at and now >= aware(contest.ends_at):
-        return "ended"
-    return "running"
 
 
 def own_end(contest: Contest, p: Participation | None) -> datetime | None:
