@@ -24,6 +24,7 @@ sends each object that appears or changes, polling once a second.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -150,14 +151,7 @@ class Feed:
             row = self._problem_row(slug)
             obj = {"id": identifier(slug), "label": _label(ordinal),
                    "name": row.title if row else slug, "ordinal": ordinal, "test_data_count": 0}
-            try:
-                loaded = load_problem(row.path) if row else None
-            except ProblemError:
-                loaded = None
-            if loaded is not None:
-                obj.update(test_data_count=len(loaded.tests),
-                           time_limit=round(loaded.spec.limits.run_s, 3),
-                           memory_limit=int(loaded.spec.limits.memory_mb))
+            obj.update(_problem_facts(row.path, row.version) if row else {})
             found.append(obj)
         return found
 
@@ -290,6 +284,19 @@ class Feed:
         out += [(kind, obj["id"], obj) for _, _, kind, obj in sorted(
             timed, key=lambda t: (t[0], t[1], int(re.sub(r"\D", "", t[3]["id"]) or 0)))]
         return out
+
+
+@functools.lru_cache(maxsize=256)
+def _problem_facts(path: str, version: str) -> dict:
+    """Test points and limits of a problem folder at a version (a streaming feed asks every
+    second: read once per version)."""
+    try:
+        loaded = load_problem(path)
+    except ProblemError:
+        return {}
+    return {"test_data_count": len(loaded.tests),
+            "time_limit": round(loaded.spec.limits.run_s, 3),
+            "memory_limit": int(loaded.spec.limits.memory_mb)}
 
 
 def _label(ordinal: int) -> str:

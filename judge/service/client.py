@@ -408,6 +408,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "event-feed":  # the CCS event feed: what the ICPC resolver reads
+        if not args.contest:
+            raise CommandError("--format event-feed needs --contest SLUG")
+        print(_client(args).call("GET", f"/api/ccs/contests/{args.contest}/event-feed").text,
+              end="")
+        return EXIT_OK
     response = _client(args).call("GET", "/api/export", params={"format": args.format})
     print(response.text if args.format == "csv" else json.dumps(response.json(), indent=2))
     return EXIT_OK
@@ -549,7 +555,10 @@ def register(sub) -> None:
     lb.set_defaults(func=cmd_leaderboard)
 
     ex = sub.add_parser("export", help="export current results, or the whole database (admin)")
-    ex.add_argument("--format", choices=["csv", "json", "clarifications", "dump"], default="csv",
-                    help="dump: every table, for `kjudge db import` on a new database")
+    ex.add_argument("--format", choices=["csv", "json", "clarifications", "event-feed", "dump"],
+                    default="csv", help="dump: every table, for `kjudge db import` on a new "
+                    "database; event-feed: a contest's CCS event feed (NDJSON, for the ICPC "
+                    "resolver's contest folder)")
+    ex.add_argument("--contest", help="with --format event-feed")
     client_args(ex)
     ex.set_defaults(func=cmd_export)

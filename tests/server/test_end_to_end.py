@@ -131,6 +131,13 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
     assert kjudge("sanction", "list").stdout.strip() == "no sanctions"
     logged = kjudge("audit", "--action", "sanction").stdout.splitlines()
     assert [line.split()[2] for line in logged] == ["sanction.lift", "sanction.ignore"]
+    # a contest's CCS event feed, saved for the ICPC resolver's contest folder
+    assert stack.call("POST", "/api/contests", stack.admin, json={
+        "slug": "feed", "title": "Feed", "problems": ["vector_add"]}).status_code == 201
+    feed = kjudge("export", "--format", "event-feed", "--contest", "feed")
+    assert feed.returncode == 0, feed.stderr
+    assert [json.loads(line)["type"] for line in feed.stdout.splitlines()][:2] == [
+        "contest", "judgement-types"]
     export = subprocess.run([sys.executable, "-m", "judge.cli", "export", "--format", "csv"],
                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert export.returncode == 0 and "vector_add" in export.stdout

@@ -526,6 +526,10 @@ def test_a_contestant_starts_their_window_and_an_organizer_gives_extra_time(brow
     extra.locator("input[name=minutes]").fill("10")
     extra.locator("button[type=submit]").click()
     organizer.wait_for_selector("#extra-result:has-text('jay in cms: 10 min extra')")
+    with organizer.expect_download() as feed:  # the CCS event feed, for the ICPC resolver
+        organizer.click("[data-contest='cms'] a.ccs")
+    first = Path(feed.value.path()).read_text().splitlines()[0]
+    assert '"type":"contest"' in first and '"id":null' in first
     jay.reload()
     jay.wait_for_selector("#clock:has-text('CMS Cup: your time, 0h 39m')")
     assert jay.errors == [] and organizer.errors == []

@@ -831,6 +831,8 @@ async function adminPage() {
         <td>${c.frozen ? `<button data-unfreeze="${esc(c.slug)}">Publish the final board</button>` : ""}
           <button class="secondary" data-systest="${esc(c.slug)}" title="judge every row's counted submissions again on fresh seeds (runs by itself when the contest ends${c.system_test ? "" : ": off for this contest"})">System test</button>
           <button class="secondary" data-systest-show="${esc(c.slug)}">Before / after</button>
+          <a class="ccs" href="/api/ccs/contests/${esc(c.slug)}/event-feed" download="event-feed.ndjson"
+            title="the ICPC CCS Contest API's event feed, for the resolver (base URL /api/ccs)">Event feed</a>
           <form class="row extra" data-extra="${esc(c.slug)}"><input name="user" placeholder="user" size="8" required>
             <input name="minutes" type="number" min="0" placeholder="extra min" size="5" required>
             <button class="secondary" type="submit">Extra time</button></form></td></tr>`).join("")
