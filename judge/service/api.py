@@ -86,7 +86,8 @@ class SubmissionIn(Body):
     contest: str | None = None
     mode: Mode = Field(
         "ranked", description="ranked: counts on the boards; benchmark: judged and timed, "
-        "counted nowhere; test: the sample points only, correctness only, counted nowhere")
+        "counted nowhere; test: the sample points only, correctness only, counted nowhere; "
+        "profile: a sample point's call under Nsight Compute (a contest that takes them)")
 
 
 class Quota(Body):

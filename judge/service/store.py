@@ -122,8 +122,6 @@ def queue_of(settings: Settings, device: str) -> str:
     return settings.queue_for(kind, model)
 
 
-
-
 def submit(s: Session, settings: Settings, user: User, problem_slug: str, language: str,
            source: str, contest_slug: str | None = None,
            mode: str = RANKED) -> tuple[Submission, Enqueue]:
