@@ -126,7 +126,8 @@ class Feed:
         ended = past(windows.latest_end(self.s, c))
         thawed = past(c.unfrozen_at) or past(c.thaw_at) if c.freeze_at else None
         pending = bool(self.s.scalar(select(JudgingRow.id).join(Submission).where(
-            Submission.contest_id == c.id, JudgingRow.state != store.DONE).limit(1)))
+            Submission.contest_id == c.id, JudgingRow.valid,
+            JudgingRow.state != store.DONE).limit(1)))
         finalized = ended if ended and not pending and (not c.freeze_at or thawed) else None
         return {"started": past(c.starts_at), "frozen": past(c.freeze_at), "ended": ended, "thawed": thawed,
                 "finalized": finalized, "end_of_updates": finalized}
