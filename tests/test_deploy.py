@@ -95,7 +95,7 @@ def test_the_gpu_selftest_script_runs_the_staged_self_test_in_the_order_asked():
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     assert "bench/gpu_selftest.py" in script.read_text()
     assert [s.name for s in STAGES] == ["device", "languages", "spread", "clock", "floor", "l2",
-                                        "selftests", "gputests"]
+                                        "selftests", "gputests", "profile"]
     assert sum(s.budget_s for s in STAGES) <= 480  # cut to 330 s in all by the orchestrator
 
 
