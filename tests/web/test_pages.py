@@ -581,6 +581,26 @@ def test_a_profile_submissions_page_shows_its_kernels_and_the_report(browser, st
     assert page.errors == []
 
 
+def test_a_page_left_while_it_loads_does_not_draw_over_the_next(browser, stack):
+    """The submission page's load still in flight when the organizer moves on (its history
+    request held back 1.5 s here) draws nothing over the page that came next."""
+    sid = stack.submit(stack.token_for("lea"), (VA / "solutions/AC/loop.cpp").read_text())
+    organizer = sign_in(browser, stack, stack.admin)
+    organizer.evaluate("""() => {
+        const fetchNow = window.fetch;
+        window.fetch = (url, options) => String(url).includes("/judgings")
+            ? new Promise((done) => setTimeout(done, 1500)).then(() => fetchNow(url, options))
+            : fetchNow(url, options);
+    }""")
+    organizer.evaluate(f"() => {{ location.hash = '#/submissions/{sid}'; }}")
+    organizer.wait_for_timeout(200)
+    organizer.evaluate("() => { location.hash = '#/admin'; }")
+    organizer.wait_for_selector("h1:has-text('Organizer')")
+    organizer.wait_for_timeout(2500)  # the held request has long come back by now
+    assert organizer.inner_text("h1") == "Organizer"
+    assert organizer.errors == []
+
+
 def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     """Last in this module: its judging stays queued (no worker serves a CUDA queue here)."""
     made = stack.call("POST", "/api/contests", stack.admin, json={

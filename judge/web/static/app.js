@@ -3,7 +3,7 @@
 
 // who is signed in comes from GET /api/me: the session is an HttpOnly cookie scripts never see
 const state = { name: null, role: null, team: null, timer: null, clockTimer: null, unreadTimer: null,
-                clockFor: undefined };
+                clockFor: undefined, page: 0 };
 // earlier versions kept the API token in localStorage, where any script could read it
 for (const key of ["kj_token", "kj_name", "kj_role"]) localStorage.removeItem(key);
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -48,6 +48,12 @@ function banner(message) {
   const el = $("#banner");
   el.textContent = message || "";
   el.hidden = !message;
+}
+// A poll still in flight when the page changes must not draw the old page over the new one:
+// a page's polls stop drawing once `left()` (made as the page starts) says it was left
+function leaving() {
+  const page = state.page;
+  return () => state.page !== page;
 }
 function every(ms, fn) {
   clearInterval(state.timer);
@@ -413,8 +419,10 @@ async function submissionsPage() {
       location.hash = `#/submissions?${query}`;
     };
   }
+  const left = leaving();
   const load = async () => {
     const rows = await api(`/api/submissions?${params}`);
+    if (left()) return false;
     $("#subs").innerHTML = `<tr><th>#</th>${admin || state.team ? "<th>user</th>" : ""}<th>problem</th>
       <th class="hide-narrow">language</th><th>verdict</th><th class="num">score</th>
       <th class="num">speedup</th><th class="num hide-narrow">time ms</th>
@@ -507,10 +515,12 @@ function appliedPanel(r) {
 }
 
 async function submissionPage(id) {
+  const left = leaving();
   const load = async () => {
     const r = await api(`/api/submissions/${id}?highlight=true`);
     const history = await api(`/api/submissions/${id}/judgings`);
     const mine = await api(`/api/submissions?problem=${encodeURIComponent(r.problem)}`);
+    if (left()) return false;
     view().innerHTML = `<h1>Submission ${r.id}</h1>
       <div class="cards">
         <div class="card">status<b>${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}</b></div>
@@ -673,8 +683,10 @@ async function leaderboardPage() {
   }
   const contest = contests.find((c) => c.slug === chosen);
   const options = (state.name ? [["", "All submissions"]] : []).concat(open.map((c) => [c.slug, c.title]));
+  const left = leaving();
   const load = async () => {
     const board = await api(`/api/leaderboard${chosen ? `?contest=${encodeURIComponent(chosen)}` : ""}`);
+    if (left()) return;
     const me = board.me, who = board.teams ? "team" : "user";
     const pending = (r, p) => (r.pending && r.pending[p]) ? ` <span class="pending" title="submitted since the freeze">+${r.pending[p]}?</span>` : "";
     view().innerHTML = `<h1>Leaderboard</h1>
@@ -903,8 +915,10 @@ async function adminPage() {
     if (form.staged) body.staged = true;
     try {
       const r = await api("/api/rejudge", { method: "POST", body });
+      const left = leaving();
       const show = async () => {
         const p = await api(`/api/rejudge/${r.id}`);
+        if (left()) return false;
         $("#rejudge-result").innerHTML = `<p id="rejudge-progress">Rejudge ${p.id}: ${p.done} of ${p.total} done</p>`;
         if (p.pending === 0 && p.state === "staged") await showDiff(p.id);
         return p.pending > 0;
@@ -1072,6 +1086,7 @@ const routes = [
   [/^#\/clarifications$/, clarificationsPage, true],
 ];
 async function route() {
+  state.page += 1;  // the last page's polls in flight draw nothing now
   clearInterval(state.timer);
   banner("");
   if (!location.hash || location.hash === "#/") location.hash = state.name ? "#/problems" : "#/signin";
