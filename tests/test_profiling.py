@@ -45,6 +45,18 @@ def test_planted_files_are_not_followed_nor_read_whole(tmp_path):
     (tmp_path / "big").write_bytes(b"x" * 101)
     assert profiling.read_file(tmp_path / "big", 100) is None
     assert profiling.read_file(tmp_path / "secret", 100) == b"organizer's"
+    os.mkfifo(tmp_path / "fifo")  # left by the run: opening it must not wait for a writer
+    assert profiling.read_file(tmp_path / "fifo", 100) is None
+
+
+def test_the_profilers_folders_are_never_where_the_problems_are(tmp_path):
+    problems = tmp_path / "problems" / "vector_add"
+    problems.mkdir(parents=True)
+    assert profiling.folders(str(STANDIN), problems) == [STANDIN.parent]
+    with pytest.raises(ValueError, match="holds the problem's files"):
+        profiling.folders(str(tmp_path / "ncu"), problems)  # beside the problems' root
+    with pytest.raises(ValueError, match="holds the problem's files"):
+        profiling.folders("/ncu", problems)  # at the root: everything
 
 
 @pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap is not installed")

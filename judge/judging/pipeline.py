@@ -290,7 +290,11 @@ class JudgingRun:
         options = self.options
         if options.profile is not None:  # a harness of its own, under the profiler
             ncu = options.profile.ncu
-            slot = Slot.start(self.sandbox, env, ahead=False, shown=profiling.folders(ncu),
+            try:
+                shown = profiling.folders(ncu, keep_out=self.problem.path)
+            except ValueError as exc:
+                raise ProblemRuntimeError(str(exc)) from None
+            slot = Slot.start(self.sandbox, env, ahead=False, shown=shown,
                               wrap=functools.partial(profiling.wrapper, ncu))
         elif options.slot is not None and options.slot.env == env and not options.slot.taken:
             slot, options.slot.taken = options.slot, True

@@ -34,11 +34,18 @@ class Profiling:
     max_report_bytes: int = 32 * 2**20
 
 
-def folders(ncu: str) -> list[Path]:
+def folders(ncu: str, keep_out: Path) -> list[Path]:
     """The folders the sandbox must show for ncu to run: its own, and where its link leads
-    (CUDA's bin/ncu points into the nsight-compute install, with its libraries and sections)."""
-    found = [Path(ncu).parent, Path(ncu).resolve().parent]
-    return list(dict.fromkeys(found))
+    (CUDA's bin/ncu points into the nsight-compute install, with its libraries and sections).
+    None may hold `keep_out` (the problem's folder, its secret tests): an ncu set up at the
+    root, or beside the problems, is refused rather than shown to the contestant's run."""
+    found = list(dict.fromkeys([Path(ncu).parent, Path(ncu).resolve().parent]))
+    guarded = Path(keep_out).resolve()
+    for folder in found:
+        if folder == guarded or folder.resolve() in guarded.parents:
+            raise ValueError(f"Nsight Compute's folder {folder} holds the problem's files: "
+                             "install ncu apart (KJUDGE_NCU) to profile")
+    return found
 
 
 def wrapper(ncu: str, scratch: str) -> list[str]:
@@ -50,9 +57,10 @@ def wrapper(ncu: str, scratch: str) -> list[str]:
 
 
 def read_file(path: Path, limit: int) -> bytes | None:
-    """A regular file of at most `limit` bytes, not through a link; None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    """A regular file of at most `limit` bytes, not through a link nor a FIFO; None
+    otherwise."""
+    try:  # not blocking: a FIFO the run left there must not hold the judge
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
