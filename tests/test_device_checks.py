@@ -151,7 +151,8 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
     import time
 
     from judge.host.telemetry import GpuMemoryWatch
-    from judge.judging.pipeline import Contender, JudgingRun, RunFailure
+    from judge.judging.contender import Contender, guard
+    from judge.judging.context import RunFailure
     from judge.verdicts import Verdict
     from sandbox import Mount
 
@@ -180,11 +181,11 @@ def test_a_run_over_its_gpu_memory_limit_is_killed_and_is_mle(fake_nvml, sandbox
 
         base = Contender("baseline", proc, mount, sandbox)
         with pytest.raises(RunFailure) as blamed:
-            JudgingRun._guard(None, base, baseline_fails, sub)
+            guard(base, baseline_fails, sub)
         assert blamed.value.verdict is Verdict.MLE
         honest = Contender("submission", proc, mount, sandbox)
         with pytest.raises(RunFailure) as judge_error:
-            JudgingRun._guard(None, base, baseline_fails, honest)
+            guard(base, baseline_fails, honest)
         assert judge_error.value.verdict is Verdict.SE
     finally:
         sub.close()

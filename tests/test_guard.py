@@ -134,6 +134,7 @@ def test_the_opinion_is_in_before_any_call_is_timed(vector_add, cpu, default_san
     import time
 
     from judge.judging import pipeline
+    from judge.judging.stages import timed
 
     events = []
 
@@ -142,14 +143,14 @@ def test_the_opinion_is_in_before_any_call_is_timed(vector_add, cpu, default_san
             events.append(("opinion", time.monotonic()))
             return super().report()
 
-    timing = pipeline.JudgingRun._time_all
+    timing = timed.time_all
 
-    def recorded_timing(self, *args):
+    def recorded_timing(*args):
         events.append(("timing", time.monotonic()))
-        return timing(self, *args)
+        return timing(*args)
 
     monkeypatch.setattr(pipeline, "GuardRun", Recorded)
-    monkeypatch.setattr(pipeline.JudgingRun, "_time_all", recorded_timing)
+    monkeypatch.setattr(timed, "time_all", recorded_timing)
     source = (PROBLEMS / "vector_add/templates/torch.py").read_text()
     result = judge_source(vector_add, source, device=cpu, sandbox=default_sandbox,
                           options=JudgeOptions(), language="torch")

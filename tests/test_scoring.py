@@ -68,35 +68,29 @@ def test_no_point_is_charged_under_its_floor_or_the_roofline():
     from types import SimpleNamespace
 
     from judge.host.device import DeviceInfo
-    from judge.judging.pipeline import JudgingRun
     from judge.judging.record import JudgeResult, TestReport
+    from judge.judging.stages.score import physical, roofline_ms
     from judge.problem.schema import load_problem
     from tests.conftest import PROBLEMS
 
     problem = load_problem(PROBLEMS / "vector_add")
     h200 = DeviceInfo("cuda", "cuda:0", "NVIDIA H200", 60 * 2**20, "sm_90a", 4800.0, 989.0)
     run = SimpleNamespace(spec=problem.spec, device=h200, result=JudgeResult("vector_add", "v", "x"))
-    run.roofline_ms = lambda test: JudgingRun.roofline_ms(run, test)
-    run._hold = lambda *args: JudgingRun._hold(run, *args)
-    run._least = lambda *args: JudgingRun._least(run, *args)
     test = next(t for t in problem.tests if t.params.get("n") == 16777216)
-    roof = run.roofline_ms(test)
+    roof = roofline_ms(run, test)
     assert roof == pytest.approx(3 * 4 * 16777216 / 4.8e12 * 1000)  # 0.042 ms of HBM
     report = TestReport(test.name, floor_ms=0.004)
-    assert JudgingRun._physical(run, report, test, 0.05) == pytest.approx((0.05, roof))
+    assert physical(run, report, test, 0.05) == pytest.approx((0.05, roof))
     assert not run.result.flags
-    assert JudgingRun._physical(run, report, test, 0.0001) == pytest.approx((roof, roof))
+    assert physical(run, report, test, 0.0001) == pytest.approx((roof, roof))
     assert "under the roofline" in run.result.flags[-1]
     assert [h["by"] for h in run.result.holds] == ["roofline"]  # held off the boards
     cpu = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
                           result=JudgeResult("vector_add", "v", "x"))
-    cpu.roofline_ms = lambda test: JudgingRun.roofline_ms(cpu, test)
-    cpu._hold = lambda *args: JudgingRun._hold(cpu, *args)
-    cpu._least = lambda *args: JudgingRun._least(cpu, *args)
-    assert cpu.roofline_ms(test) is None
-    assert JudgingRun._physical(cpu, report, test, 0.0001) == (0.004, 0.004)
-    assert JudgingRun._physical(cpu, report, test, 0.0038) == (0.004, 0.004)
-    assert JudgingRun._physical(cpu, report, test, 0.0050) == (0.005, 0.004)
+    assert roofline_ms(cpu, test) is None
+    assert physical(cpu, report, test, 0.0001) == (0.004, 0.004)
+    assert physical(cpu, report, test, 0.0038) == (0.004, 0.004)
+    assert physical(cpu, report, test, 0.0050) == (0.005, 0.004)
     # the clock under the floor is the clock's noise, not a forgery: charged at it, not held
     assert not cpu.result.flags and not cpu.result.holds
 
@@ -108,8 +102,8 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     from types import SimpleNamespace
 
     from judge.host.device import DeviceInfo
-    from judge.judging.pipeline import JudgingRun
     from judge.judging.record import JudgeResult, TestReport
+    from judge.judging.stages.score import charge_point
     from judge.judging.timing import Charge
     from judge.problem.schema import load_problem
     from tests.conftest import PROBLEMS
@@ -121,10 +115,8 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     def judged(charge: Charge, floor_ms: float = 0.002, base=stats, report=None) -> JudgeResult:
         run = SimpleNamespace(spec=problem.spec, device=DeviceInfo("cpu", "cpu", "x", 1),
                               result=JudgeResult("vector_add", "v", "x"))
-        for name in ("roofline_ms", "_physical", "_hold", "_least"):
-            setattr(run, name, lambda *a, name=name: getattr(JudgingRun, name)(run, *a))
         report = report or TestReport(test.name, floor_ms=floor_ms)
-        JudgingRun._fill_timing(run, report, test, charge, stats, base)
+        charge_point(run, report, test, charge, stats, base)
         return run.result
 
     honest = judged(Charge(0.1128, 0.0858, 0.0086, True))

@@ -146,6 +146,11 @@ class JudgeResult:
     def needs_review(self) -> bool:
         return bool(self.holds) or bool(self.guard.get("review"))  # the latter: older records
 
+    def hold(self, by: str, test: str, what: str) -> None:
+        """A flag that holds the result off the boards until an organizer clears it."""
+        self.flags.append(f"{test}: {what}")
+        self.holds.append({"by": by, "what": what, "test": test, "line": None})
+
     def to_dict(self) -> dict:
         """The record as JSON-ready data, `overhead_s` included (derived: from_dict drops it)."""
         data = asdict(self)

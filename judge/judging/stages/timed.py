@@ -1,0 +1,260 @@
+"""Time the submission against the baseline, point by point, the heaviest first: both harnesses
+load the point and map the shared files, warm up, then the interleaved rounds
+(judge/judging/timing.py) run on fresh inputs; the kept calls' outputs are checked
+(stages/check.py), and each point is charged (stages/score.py). Trusted code: the contenders are
+the untrusted side."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from judge.harness import protocol
+from judge.host.telemetry import foreign_gpu_processes, gpu_state, throttle_meter
+from judge.judging import contender, scoring
+from judge.judging import timing as timing_loop
+from judge.judging.contender import Contender
+from judge.judging.context import DeviceNotReady, Judging, RunFailure
+from judge.judging.flusher import CacheFlusher
+from judge.judging.record import TestReport
+from judge.judging.reference import ProblemRuntimeError, TestCase
+from judge.judging.rules import operator_rule
+from judge.judging.shared import SharedTensors
+from judge.judging.stages import check, score
+from judge.problem.schema import ProblemSpec, TestPoint, Timing
+from judge.settings import settings
+from judge.verdicts import Verdict, overall_verdict
+
+
+def effective_timing(spec: ProblemSpec) -> Timing:
+    """The problem's timing, its time per point capped by the deployment (`max_point_s`)."""
+    timing, cap = spec.timing, settings().max_point_s
+    return timing.model_copy(update={"max_s": cap}) if 0 < cap < timing.max_s else timing
+
+
+def set_bytes(specs: list[tuple[list[int], str]]) -> int:
+    """The bytes a set of tensors of `specs` spans in a shared file (protocol.set_layout)."""
+    return protocol.set_layout([math.prod(shape) * getattr(torch, dtype).itemsize
+                                for shape, dtype in specs])[1]
+
+
+def time_all(j: Judging, sub: Contender, base: Contender, tests: list[TestPoint],
+             cases: dict[str, list[TestCase]]) -> None:
+    """Every timed point; a contender's failure ends the timing with its verdict."""
+    before = gpu_state(j.device)
+    _await_idle_gpu(j, sub, base)
+    timer = Timer(j, sub, base)
+    try:
+        timer.time_points(tests, cases)
+    finally:
+        timer.close()
+        if before is not None:
+            j.result.applied["gpu_state"] = {"before": before, "after": gpu_state(j.device)}
+
+
+def _await_idle_gpu(j: Judging, sub: Contender, base: Contender, timeout_s: float = 5.0) -> None:
+    """Before timing: no process but the judge's own may hold the GPU (a run killed just
+    before, another program); wait a little for it to go, else say it shared the card."""
+    own = {os.getpid(), *sub.proc.pids(), *base.proc.pids()}
+    deadline = time.monotonic() + timeout_s
+    while (foreign := foreign_gpu_processes(j.device, own)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if foreign:
+        j.result.applied["gpu_shared_with"] = foreign
+        j.result.flags.append(f"processes {foreign} held the GPU while this judging "
+                              "timed its calls: its times may be slow")
+
+
+class Timer:
+    """The timing of one judging's points, with what its rounds share: the device's throttle
+    meter, the judge's own cache flusher (CPU), the contenders' CPU time."""
+
+    def __init__(self, j: Judging, sub: Contender, base: Contender):
+        self.j, self.sub, self.base = j, sub, base
+        self.by_role = {"submission": sub, "baseline": base}
+        self.throttled = throttle_meter(j.device)
+        self.flusher = (CacheFlusher(j.device.flush_bytes, j.contender_cpus)
+                        if j.flushes_from_outside else None)
+        self.timing = effective_timing(j.spec)
+
+    def close(self) -> None:
+        if self.flusher is not None:
+            self.flusher.close()
+
+    def time_points(self, tests: list[TestPoint], cases: dict[str, list[TestCase]]) -> None:
+        j = self.j
+        reports = {r.name: r for r in j.result.tests}
+        # the largest first: a point's share of a total time is known from above once the
+        # points that weigh most are timed (scoring.point_share)
+        timed = sorted((t for t in tests if t.timed),
+                       key=lambda t: -self.point_bytes(t, cases[t.name]))
+        earlier = {"submission": 0.0, "baseline": 0.0}
+        aggregate = j.spec.scoring.aggregate
+        for index, test in enumerate(timed):
+            # the first point is the heaviest: the others' time caps go with their weight
+            # against it (its time per call is all `earlier` holds once it is timed)
+            weight = functools.partial(scoring.point_weight, aggregate,
+                                       heaviest_ms=dict(earlier)) if index else None
+            share = functools.partial(scoring.point_share, aggregate, len(timed),
+                                      earlier_ms=dict(earlier))
+            try:
+                self.time_point(test, cases[test.name], reports[test.name], share, earlier,
+                                weight)
+            except RunFailure as failure:
+                if failure.verdict is Verdict.SE:
+                    raise ProblemRuntimeError(failure.message) from None
+                report = reports[test.name]
+                report.verdict = failure.verdict
+                report.message = f"during the timing run: {failure.message}"
+                j.result.verdict = overall_verdict([t.verdict for t in j.result.tests
+                                                    if t.verdict])
+                return
+
+    def point_bytes(self, test: TestPoint, cases: list[TestCase]) -> int:
+        """A call's inputs and outputs at `test`, in bytes."""
+        return set_bytes(self._input_specs(test)) + self._output_bytes(cases)
+
+    def _input_specs(self, test: TestPoint) -> list[tuple[list[int], str]]:
+        return [(self.j.reference.input_shape(a, test), a.dtype) for a in self.j.problem.inputs]
+
+    @staticmethod
+    def _output_bytes(cases: list[TestCase]) -> int:
+        return set_bytes([(s["shape"], s["dtype"]) for s in cases[0].output_specs.values()])
+
+    def time_point(self, test: TestPoint, cases: list[TestCase], report: TestReport,
+                   share: Callable[[dict[str, float]], float] | None = None,
+                   earlier_ms: dict[str, float] | None = None,
+                   weight: Callable[[dict[str, float]], float] | None = None) -> None:
+        """Time one point; `share`: what it weighs in the score, `weight`: what it weighs against
+        the heaviest point (see timing.interleave); its time per call is added to
+        `earlier_ms`."""
+        j = self.j
+        if self.timing.max_s < j.spec.timing.max_s:
+            j.result.applied["max_point_s"] = self.timing.max_s
+        cpu_meter = self._cpu_meter()
+        input_specs, output_bytes = self._input_specs(test), self._output_bytes(cases)
+        slots = timing_loop.batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
+        fresh_inputs = SharedTensors(j.inputs_mount.host / test.name / "fresh.raw", input_specs,
+                                     writable_by_others=False, slots=slots)
+        outputs = {}
+        try:
+            for role, who in self.by_role.items():
+                outputs[role] = contender.guard(who, lambda w=who: self._shared_outputs(
+                    w, test, cases, slots), self.sub)
+            self._prepare(test, cases, slots)
+            rounds = timing_loop.FreshRounds(
+                self._drawer(test), fresh_inputs.write_sets, outputs,
+                j.workdir / "kept" / test.name,
+                timing_loop.checked_calls(self.timing.checked_calls, output_bytes),
+                j.contender_cpu_set, set_bytes=fresh_inputs.size)
+            samples = self._interleave(rounds, cpu_meter, slots, share, weight)
+        finally:
+            for shared_file in (fresh_inputs, *outputs.values()):
+                shared_file.close()
+        self._account(test, report, samples, rounds, cpu_meter, share, earlier_ms, weight)
+
+    def _prepare(self, test: TestPoint, cases: list[TestCase], slots: int) -> None:
+        """Both contenders load the point with the shared files mapped, and warm up."""
+        j, run_s = self.j, self.j.spec.limits.run_s
+        shared = {role: {"inputs": j.sandbox.path(j.inputs_mount, test.name, "fresh.raw"),
+                         "outputs": who.out_path(test.name, "fresh.raw"), "slots": slots}
+                  for role, who in self.by_role.items()}
+        for who in (self.sub, self.base):
+            contender.guard(who, lambda w=who: check.load(j, w, test, cases, shared[w.role]), self.sub)
+            contender.guard(who, lambda w=who: check.warm(j, w, test), self.sub)
+            contender.guard(who, lambda w=who: w.request(
+                "warmup", self.timing.warmup_s + 3 * run_s, seconds=self.timing.warmup_s,
+                min_calls=2), self.sub)
+
+    def _drawer(self, test: TestPoint) -> Callable[[int, int], list]:
+        """Each timed call's fresh inputs, from a seed of its own."""
+        j = self.j
+
+        def draw_inputs(index: int, slot: int) -> list:
+            drawn = j.reference.inputs(test, check.round_seed(j, test, index, slot))
+            return [drawn[a.name] for a in j.problem.inputs]
+        return draw_inputs
+
+    def _interleave(self, rounds: timing_loop.FreshRounds, cpu_meter, slots: int, share,
+                    weight) -> dict[str, timing_loop.Samples]:
+        j, run_s = self.j, self.j.spec.limits.run_s
+
+        def request(role: str, op: str, **fields) -> dict:
+            who = self.by_role[role]
+            return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
+
+        def freeze(role: str, frozen: bool) -> None:
+            if not self.by_role[role].proc.freeze(frozen):
+                j.result.applied["frozen_between_turns"] = False
+
+        j.result.applied.setdefault("frozen_between_turns", True)
+        try:
+            return timing_loop.interleave(
+                request, freeze, self.timing, rounds,
+                self.flusher.flush if self.flusher else None, cpu_meter,
+                floor_loader=j.language.loader,
+                audit=operator_rule(j.language.name, j.spec.rules) is not None,
+                throttled=self.throttled, max_calls=slots, share=share, weight=weight)
+        except timing_loop.GpuThrottled as exc:
+            raise DeviceNotReady(str(exc)) from None
+
+    def _account(self, test: TestPoint, report: TestReport, samples: dict, rounds,
+                 cpu_meter, share, earlier_ms: dict[str, float] | None, weight) -> None:
+        """What the rounds showed: into the record, the kept calls checked, the point charged."""
+        j = self.j
+        for role, got in samples.items():
+            j.kernel_ms += sum(got.reported)
+            if earlier_ms is not None:
+                earlier_ms[role] += timing_loop.per_call_ms(got)
+        report.target_rse = timing_loop.point_target(samples, share, self.timing)
+        report.time_cap_s = timing_loop.point_time_cap(samples, weight, self.timing)
+        ratios = timing_loop.paired_ratios(samples["submission"], samples["baseline"])
+        report.speedup_rse = scoring.relative_se(ratios) if ratios else None
+        applied = j.result.applied
+        if samples["submission"].throttled:
+            applied["throttled_rounds"] = (applied.get("throttled_rounds", 0)
+                                           + samples["submission"].throttled)
+        counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
+        applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
+                                       and cpu_meter is not None)
+        check.check_rounds(j, test, rounds)
+        floor = timing_loop.Floor.of(samples["baseline"])
+        report.floor_ms = floor.empty_call_ms
+        report.batch_calls = statistics.median(samples["submission"].calls)
+        charge = timing_loop.charge(samples["submission"], samples["baseline"], floor)
+        score.charge_point(j, report, test, charge, samples["submission"].stats(floor),
+                           samples["baseline"].stats(floor))
+
+    def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
+                        slots: int) -> SharedTensors:
+        """A contender's timed outputs, in a file of its scratch directory that the judge maps."""
+        path = who.host_out(test.name, "fresh.raw")
+        who.proc.freeze(True)  # the run's own threads must not move things under the judge
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.resolve().is_relative_to(Path(who.scratch.host).resolve()):
+                raise OSError("a link leads out of it")
+            path.unlink(missing_ok=True)  # whatever the run may have left there
+            return SharedTensors(path, [(spec["shape"], spec["dtype"])
+                                        for spec in cases[0].output_specs.values()],
+                                 writable_by_others=True, slots=slots)
+        except OSError as exc:
+            raise RunFailure(Verdict.RE, f"the run's scratch directory could not hold its "
+                                         f"outputs ({exc})") from None
+        finally:
+            who.proc.freeze(False)
+
+    def _cpu_meter(self):
+        """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
+        with one CPU per contender (more would count a parallel call several times over)."""
+        cpus = self.j.contender_cpu_set
+        if self.j.device.kind != "cpu" or cpus is None or len(cpus) != 1:
+            return None
+        return lambda role: self.by_role[role].proc.cpu_ns()
