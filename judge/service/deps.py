@@ -4,7 +4,7 @@ request, and who is asking (an API token, or a browser's session cookie)."""
 from __future__ import annotations
 
 import base64
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from fastapi import Depends, Header, Request
@@ -16,11 +16,13 @@ from judge.service import accounts, audit, db
 from judge.service.models import User
 from judge.service.store import ServiceError
 from judge.settings import Settings
+from judge.verdicts import SUBMISSION_MODES
 
 MAX_ID = 2**31 - 1  # the id columns are 32-bit integers: a larger id is a 422, not a 500
 RowId = Annotated[int, Field(ge=1, le=MAX_ID)]
 IdInPath = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 SESSION_COOKIE = "kj_session"
+Mode = Literal[SUBMISSION_MODES]  # a submission's mode (judge/verdicts.py)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 

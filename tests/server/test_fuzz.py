@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
 from judge.service import accounts, db, store
-from judge.service.api import body_limit, create_app
+from judge.service.api import api_routes, body_limit, create_app
 from judge.service.deps import admin_user
 from judge.service.models import User
 from judge.settings import Settings
@@ -120,8 +119,8 @@ def admin_routes(app) -> list[tuple[str, str]]:
     dependency tree (so a new admin route is covered without editing a list)."""
     def needs_admin(dependant) -> bool:
         return any(d.call is admin_user or needs_admin(d) for d in dependant.dependencies)
-    return [(method, route.path) for route in app.routes if isinstance(route, APIRoute)
-            and needs_admin(route.dependant) for method in route.methods]
+    return [(method, route.path) for route in api_routes()
+            if needs_admin(route.dependant) for method in route.methods]
 
 
 def test_every_admin_route_refuses_a_contestant(served):

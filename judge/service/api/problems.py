@@ -1,0 +1,77 @@
+"""The API's problem routes: the list, one problem's statement, signature and templates, and
+reloading the problem folders."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from sqlalchemy import select
+
+from judge.languages import get_language
+from judge.problem import signature
+from judge.problem.schema import ProblemError, load_problem
+from judge.service import (
+    store,
+)
+from judge.service.api.views import (
+    render_markdown,
+)
+from judge.service.deps import (
+    AuditDep,
+    OptionalUserDep,
+    SessionDep,
+    SettingsDep,
+)
+from judge.service.models import (
+    ProblemRow,
+)
+
+router = APIRouter(tags=["problems"])
+
+
+@router.get("/api/problems")
+def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
+    rows = s.scalars(select(ProblemRow).where(ProblemRow.active).order_by(ProblemRow.slug))
+    stats = store.problem_stats(s, user)
+    return [{"slug": p.slug, "title": p.title, "languages": p.languages,
+             "version": p.version, **stats.get(p.slug, {"solvers": 0, "best_score": None})}
+            for p in rows]
+
+
+@router.get("/api/problems/{slug}")
+def problem(slug: str, s: SessionDep) -> dict:
+    row = store.get_problem(s, slug)
+    try:
+        loaded = load_problem(row.path)
+    except ProblemError as exc:
+        raise store.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
+    spec = loaded.spec
+    templates = {}
+    for language in spec.languages:
+        path = loaded.template_path(language)
+        templates[language] = {"file": path.name, "source": path.read_text()}
+    statement = loaded.path / "statement.md"
+    text = statement.read_text() if statement.is_file() else ""
+    return {
+        "slug": row.slug, "title": spec.title, "version": loaded.version,
+        "statement": text, "statement_html": render_markdown(text),
+        "languages": spec.languages,
+        "lexers": {lang: get_language(lang).lexer for lang in spec.languages},
+        "signature": {lang: get_language(lang).declaration(spec.signature)
+                      for lang in spec.languages},
+        "arguments": signature.describe(spec.signature),
+        "tolerance": spec.tolerance.model_dump(), "checker": spec.checker,
+        "limits": spec.limits.model_dump(), "scoring": spec.scoring.model_dump(),
+        "templates": templates,
+        "samples": [{"name": t.name, "params": t.params, "devices": list(t.devices)}
+                    for t in loaded.tests if t.sample],
+        "test_points": len(loaded.tests),
+    }
+
+
+@router.post("/api/problems/reload")
+def reload_problems(s: SessionDep, config: SettingsDep, audit_log: AuditDep) -> dict:
+    invalid = store.sync_problems(s, config)
+    loaded = s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()
+    audit_log("problems.reload", "problems", loaded=sorted(loaded),
+              invalid=sorted(invalid) or None)
+    return {"loaded": sorted(loaded), "invalid": invalid}
