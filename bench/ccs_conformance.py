@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.judging.record import JudgeResult  # noqa: E402
-from judge.service import accounts, db, store  # noqa: E402
+from judge.service import accounts, catalog, claims, db  # noqa: E402
 from judge.service.models import utcnow  # noqa: E402
 from judge.settings import Settings  # noqa: E402
 from judge.verdicts import Verdict  # noqa: E402
@@ -76,7 +76,7 @@ def serve(tmp: Path):
                       problems_dir=ROOT / "problems", queue_prefix=f"c{uuid.uuid4().hex[:6]}")
     db.upgrade(config.database_url)
     with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
+        catalog.sync_problems(s, config)
         _, admin = accounts.create_user(s, "root", admin=True)
         tokens = {name: accounts.create_user(s, name, team=team)[1]
                   for name, team in (("alice", None), ("bob", None))}
@@ -101,8 +101,8 @@ def serve(tmp: Path):
                                          ("bob", "vector_add", Verdict.AC, 150.0)):
         judging = send(who, problem)
         with db.session(config.database_url) as s:
-            token = store.claim(s, judging, "bench")
-            store.finish(s, judging, token, JudgeResult(problem, verdict=verdict, score=score))
+            token = claims.claim(s, judging, "bench")
+            claims.finish(s, judging, token, JudgeResult(problem, verdict=verdict, score=score))
     send("bob")  # pending
     question = client.post("/api/clarifications", json={"text": "Is n odd?", "contest": "wf",
                                                         "problem": "vector_add"},

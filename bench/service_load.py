@@ -81,7 +81,7 @@ def postgres_url() -> str:
 def fill(url: str, submissions: int, users: int = 200) -> None:
     """`submissions` judged submissions (a third AC with a score, some rejudged, some SE) by
     `users` contestants over every active problem, written straight to the database."""
-    from judge.service import db, store
+    from judge.service import counters, db
     from judge.service.models import JudgingRow, ProblemRow, Submission, User, utcnow
 
     rng = random.Random(13)
@@ -107,7 +107,7 @@ def fill(url: str, submissions: int, users: int = 200) -> None:
                                         verdict="AC", score=rng.uniform(50, 300),
                                         finished_at=row.created_at))
         s.add_all(judgings)
-        store.results_changed(s)  # as every judging's end does
+        counters.results_changed(s)  # as every judging's end does
     if url.startswith("postgresql"):  # the planner's statistics, as autovacuum would make them
         with db.engine(url).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("ANALYZE")

@@ -139,7 +139,7 @@ torch.backends.cuda.is_built = lambda: True
 WORKER_MAIN = """
 import json, os
 from judge.service import worker  # what a worker process imports (judge.service.worker.main)
-from judge.service.admin import queues_for
+from judge.commands.server import queues_for
 from judge.settings import settings
 from judge.host.device import detect
 cuda = detect("cuda")

@@ -295,7 +295,7 @@ def test_auto_never_picks_the_process_backend(monkeypatch):
 
 
 def test_workers_refuse_to_start_without_isolation_unless_told(monkeypatch):
-    from judge.service.admin import require_isolation
+    from judge.commands.server import require_isolation
     from sandbox.bwrap import BwrapSandbox
     from sandbox.docker import DockerSandbox
 

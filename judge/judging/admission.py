@@ -1,5 +1,5 @@
 """Admission: whether a submission may be judged at all, decided in one place before anything is
-queued or compiled. The API (judge/service/store.py) and `kjudge judge` (pipeline.judge_source)
+queued or compiled. The API (judge/service/submissions.py) and `kjudge judge` (pipeline.judge_source)
 both ask `admit`; what it refuses is the submitter's mistake (a 4xx, or bad input), never a
 judge's failure.
 """

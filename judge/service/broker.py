@@ -16,7 +16,7 @@ from functools import cache
 from celery import Celery
 from sqlalchemy import select
 
-from judge.service import db, store
+from judge.service import db, queueing, system_tests
 from judge.service.models import JudgingRow
 from judge.settings import Settings
 from judge.verdicts import State
@@ -59,7 +59,7 @@ def celery_app(config: Settings) -> Celery:
                     config.queue_for(config.queue_device))
 
 
-def publish(config: Settings, work: list[store.Enqueue]) -> list[int]:
+def publish(config: Settings, work: list[queueing.Enqueue]) -> list[int]:
     """Send judgings to their queues; returns the ids sent. A failure leaves the rest QUEUED
     with no `enqueued_at`, and the janitor sends them later: nothing accepted is lost."""
     app = celery_app(config)
@@ -77,7 +77,7 @@ def publish(config: Settings, work: list[store.Enqueue]) -> list[int]:
                 break
     if sent:
         with db.session(config.database_url) as s:
-            store.mark_enqueued(s, sent)
+            queueing.mark_enqueued(s, sent)
     return sent
 
 
@@ -91,11 +91,11 @@ class Publisher:
 
     def __init__(self, config: Settings):
         self.config = config
-        self._work: queue.Queue[store.Enqueue | None] = queue.Queue()
+        self._work: queue.Queue[queueing.Enqueue | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, daemon=True, name="kjudge-publish")
         self._thread.start()
 
-    def send(self, work: list[store.Enqueue]) -> None:
+    def send(self, work: list[queueing.Enqueue]) -> None:
         for item in work:
             self._work.put(item)
 
@@ -140,8 +140,8 @@ def sweep(config: Settings) -> dict:
     """The janitor: requeue judgings of dead workers and messages the broker lost, and start
     the system tests of contests that ended."""
     with db.session(config.database_url) as s:
-        requeue, failed = store.stale_claims(s, config)
-        started = store.start_due_system_tests(s, config)
+        requeue, failed = queueing.stale_claims(s, config)
+        started = system_tests.start_due_system_tests(s, config)
         queues = set(s.scalars(select(JudgingRow.queue).distinct()
                                .where(JudgingRow.state == State.QUEUED.value)))
     try:
@@ -150,7 +150,7 @@ def sweep(config: Settings) -> dict:
         log.warning("broker unreachable during sweep: %s", exc)
         return {"requeued": [], "failed": failed, "resent": [], "system_tests": []}
     with db.session(config.database_url) as s:
-        missing = store.unpublished(s, config, counts)
+        missing = queueing.unpublished(s, config, counts)
     ids = {w.judging_id for w in requeue + started}
     work = requeue + started + [w for w in missing if w.judging_id not in ids]
     sent = publish(config, work)

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from judge.languages import LANGUAGES, get_language
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import clarifications, sanctions, store, windows
+from judge.service import boards, clarifications, queueing, sanctions, submissions, windows
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, JudgingRow, ProblemRow, Submission, User, utcnow
 from judge.service.times import aware
@@ -95,13 +95,13 @@ class Feed:
         since = (aware(moment) - self.start).total_seconds() if self.start else 0.0
         return reltime(max(since, 0.0) if clamp else since)
 
-    def team_id(self, key: store.RowKey) -> str:
+    def team_id(self, key: boards.RowKey) -> str:
         """A board row's team id: a team's name, or a user's, made an identifier."""
         is_team, name = key
         return identifier(f"team-{name}") if is_team else identifier(name)
 
     def team_of(self, user: User) -> str:
-        return self.team_id(store.row_key(self.contest, user.name, user.team))
+        return self.team_id(boards.row_key(self.contest, user.name, user.team))
 
     # -- the objects ------------------------------------------------------------------------
     def contest_object(self) -> dict:
@@ -127,7 +127,7 @@ class Feed:
         thawed = past(c.unfrozen_at) or past(c.thaw_at) if c.freeze_at else None
         pending = bool(self.s.scalar(select(JudgingRow.id).join(Submission).where(
             Submission.contest_id == c.id, JudgingRow.valid,
-            JudgingRow.state != store.DONE).limit(1)))
+            JudgingRow.state != queueing.DONE).limit(1)))
         finalized = ended if ended and not pending and (not c.freeze_at or thawed) else None
         return {"started": past(c.starts_at), "frozen": past(c.freeze_at), "ended": ended, "thawed": thawed,
                 "finalized": finalized, "end_of_updates": finalized}
@@ -160,7 +160,7 @@ class Feed:
         users = self.s.scalars(select(User).where(User.role != "admin").order_by(User.id))
         teams: dict[str, dict] = {}
         for user in users:
-            is_team, name = store.row_key(self.contest, user.name, user.team)
+            is_team, name = boards.row_key(self.contest, user.name, user.team)
             tid = self.team_of(user)
             teams.setdefault(tid, {"id": tid, "name": name, "label": tid,
                                    "display_name": name, "group_ids": [],
@@ -191,20 +191,20 @@ class Feed:
     def judgements(self) -> list[dict]:
         found = []
         for x in self._submissions():
-            current = store.current_judging(x)
+            current = submissions.current_judging(x)
             for j in x.judgings:
-                if not j.valid or (j.started_at is None and j.state != store.DONE):
+                if not j.valid or (j.started_at is None and j.state != queueing.DONE):
                     continue  # a staged rejudge's, or one not started yet
                 started = j.started_at or j.queued_at
                 verdict = JUDGEMENT_TYPES.get(Verdict(j.verdict))[0] if j.verdict else None
                 obj = {"id": str(j.id), "submission_id": str(x.id),
-                       "judgement_type_id": verdict if j.state == store.DONE else None,
+                       "judgement_type_id": verdict if j.state == queueing.DONE else None,
                        "current": j is current, "start_time": abstime(started),
                        "start_contest_time": self.contest_time(started),
-                       "end_time": abstime(j.finished_at) if j.state == store.DONE else None,
+                       "end_time": abstime(j.finished_at) if j.state == queueing.DONE else None,
                        "end_contest_time": self.contest_time(j.finished_at)
-                       if j.state == store.DONE else None, "max_run_time": None}
-                if j.state == store.DONE:
+                       if j.state == queueing.DONE else None, "max_run_time": None}
+                if j.state == queueing.DONE:
                     obj["score"] = max(j.score or 0.0, 0.0)
                 found.append(obj)
         return found
@@ -236,13 +236,13 @@ class Feed:
         return getattr(self, name.replace("-", "_"))()
 
     def scoreboard(self) -> dict:
-        board = store.results(self.s, self.contest, live=True).board
+        board = boards.results(self.s, self.contest, live=True).board
         counts = self._counts()
         ranked = [row for row in board["rows"] if row.get("rank")]
         last = len(ranked) + 1
         rows = []
         for row in board["rows"]:
-            key = store.key_of(row)
+            key = boards.key_of(row)
             problems = []
             for slug in self.contest.problems:
                 judged, pending = counts.get((key, slug), (0, 0))
@@ -265,9 +265,9 @@ class Feed:
         """Per (board row, problem): submissions judged and pending."""
         counts: dict = {}
         for x in self._submissions():
-            key = store.row_key(self.contest, x.user.name, x.user.team)
+            key = boards.row_key(self.contest, x.user.name, x.user.team)
             judged, pending = counts.get((key, x.problem.slug), (0, 0))
-            done = store.current_judging(x) is not None
+            done = submissions.current_judging(x) is not None
             counts[key, x.problem.slug] = (judged + done, pending + (not done))
         return counts
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.service.errors import ServiceError
-from judge.service.models import Contest, utcnow
+from judge.service.models import (
+    Contest,
+    utcnow,
+)
 from judge.service.times import aware
 
 
@@ -27,3 +30,52 @@ def contest_state(contest: Contest, now: datetime | None = None) -> str:
     if contest.ends_at and now >= aware(contest.ends_at):
         return "ended"
     return "running"
+
+
+CONTEST_TIMES = ("starts_at", "freeze_at", "ends_at", "thaw_at")  # in the order they must come
+
+
+def configure_contest(contest: Contest, fields: dict) -> None:
+    """Set a contest's fields (a new one's, or a PATCH's); `thaw_after_end_s` sets `thaw_at`
+    from the end. Its times must come in order: start < freeze < end <= thaw."""
+    thaw_after = fields.pop("thaw_after_end_s", None)
+    if fields.get("freeze_at") is not None:
+        contest.unfrozen_at = None  # a new freeze: the board published before freezes again
+    for name, value in fields.items():
+        if name in CONTEST_TIMES and value is not None:  # stored in UTC (SQLite keeps no offset)
+            value = aware(value).astimezone(timezone.utc)
+        setattr(contest, name, value)
+    if thaw_after is not None:
+        if contest.ends_at is None:
+            raise ServiceError(422, "thaw_after_end_s counts from ends_at: set ends_at too")
+        contest.thaw_at = aware(contest.ends_at) + timedelta(seconds=thaw_after)
+    times = [(name, aware(getattr(contest, name))) for name in CONTEST_TIMES
+             if getattr(contest, name) is not None]
+    for (first, a), (then, b) in zip(times, times[1:]):
+        if b < a or (b == a and then != "thaw_at"):
+            raise ServiceError(422, f"{then} must come after {first}: the times go "
+                                    + " < ".join(CONTEST_TIMES).replace("< thaw", "<= thaw"))
+
+
+def contest_frozen(contest: Contest, now: datetime | None = None) -> bool:
+    """Whether all but organizers see the contest's board as it stood at its freeze: from
+    `freeze_at` until `thaw_at` or until an organizer publishes it (`unfreeze`)."""
+    now = now or utcnow()
+    return (contest.freeze_at is not None and now >= aware(contest.freeze_at)
+            and contest.unfrozen_at is None
+            and (contest.thaw_at is None or now < aware(contest.thaw_at)))
+
+
+def frozen_cuts(s: Session) -> tuple[tuple[int, datetime], ...]:
+    """(contest id, freeze time) of every contest frozen now: what boards and solver counts
+    leave out for all but organizers, whichever board they read."""
+    contests = s.scalars(select(Contest).where(Contest.freeze_at.is_not(None),
+                                               Contest.unfrozen_at.is_(None))).all()
+    return tuple((c.id, aware(c.freeze_at)) for c in contests if contest_frozen(c))
+
+
+def unfreeze(contest: Contest) -> None:
+    """Publish the final board now."""
+    if contest.freeze_at is None:
+        raise ServiceError(409, f"contest {contest.slug} has no freeze")
+    contest.unfrozen_at = utcnow()

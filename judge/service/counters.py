@@ -1,5 +1,5 @@
 """The counter that moves with every change of what the boards count (a judging's end, a
-decision, a sanction, a contest's settings): the leaderboard's cache key (store.results)."""
+decision, a sanction, a contest's settings): the leaderboard's cache key (boards.results)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field, field_validator
 from sqlalchemy.orm import Session
 
 from judge.service import accounts, audit, db
+from judge.service.errors import ServiceError
 from judge.service.models import User
-from judge.service.store import ServiceError
 from judge.settings import Settings
 from judge.verdicts import SUBMISSION_MODES
 

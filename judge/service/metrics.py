@@ -3,7 +3,7 @@
 What all the service's processes share lives in the database and is read at scrape time, so any
 API process answers for the whole deployment: queue depth per queue and state, the oldest waiting
 judging, judgings by verdict, judging wall time and its phases as histograms (bucket counters the
-store moves in the same transaction that ends a judging: judge/service/store.py), each worker's
+store moves in the same transaction that ends a judging: judge/service/claims.py), each worker's
 last heartbeat and the GPU state (clocks, temperature, power) it recorded with its latest
 judging. The API's own request latency is kept in each API process (with `kjudge serve
 --api-processes N`, prometheus-client's multiprocess mode: every process's share is summed).
@@ -100,14 +100,14 @@ class DatabaseCollector:
 
 
 def _queues(s: Session) -> Iterator:
-    from judge.service import store
+    from judge.service import queueing
 
     depth = GaugeMetricFamily("kjudge_queue_depth", "judgings waiting or running, per queue",
                               labels=["queue", "state"])
     oldest = GaugeMetricFamily("kjudge_queue_oldest_waiting_seconds", "age of the oldest "
                                "waiting judging, per queue", labels=["queue"])
     now = time.time()
-    for name, entry in store.queue_summary(s).items():
+    for name, entry in queueing.queue_summary(s).items():
         depth.add_metric([name, "queued"], entry["queued"])
         depth.add_metric([name, "running"], entry["running"])
         waiting = entry["oldest_waiting"]

@@ -1,5 +1,5 @@
 """A rejudge's diff, and a staged rejudge applied or cancelled as a whole (DOMjudge's
-rejudgings). `store.rejudge(..., staged=True)` judges the submissions aside: its judgings are
+rejudgings). `rejudge(..., staged=True)` judges the submissions aside: its judgings are
 no submission's result (`JudgingRow.valid` false) and no board counts them until an organizer,
 having read the diff, applies the rejudge (they become the results, at once, together) or
 cancels it (they stay in the history, never counted; those not judged yet are dropped).
@@ -14,11 +14,20 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
-from judge.service import store
+from judge.service.boards import board_as_if, find_row, key_of
+from judge.service.catalog import get_problem
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
-from judge.service.models import Contest, JudgingRow, Rejudge, Submission, User, utcnow
-from judge.service.store import APPLIED, CANCELLED, DONE, STAGED
+from judge.service.models import (
+    Contest,
+    JudgingRow,
+    Rejudge,
+    Submission,
+    User,
+    utcnow,
+)
+from judge.service.queueing import DONE, REJUDGE_QUEUE, Enqueue, live_queue
+from judge.service.submissions import current_judging, current_of, latest_judging
 
 
 def get(s: Session, rejudge_id: int) -> Rejudge:
@@ -57,8 +66,8 @@ def diff(s: Session, record: Rejudge) -> dict:
             continue
         submission = judging.submission
         others = [j for j in submission.judgings if j.valid and j.rejudge_id != record.id]
-        before = store.current_of(others)
-        after = store.current_of(sorted(others + [judging], key=lambda j: j.id))
+        before = current_of(others)
+        after = current_of(sorted(others + [judging], key=lambda j: j.id))
         if before is not None and after is not None and (before.verdict, before.score) == (
                 after.verdict, after.score):
             unchanged += 1
@@ -79,11 +88,11 @@ def _boards(s: Session, record: Rejudge) -> list[dict]:
                                  .order_by(Contest.id))]
     boards = []
     for contest in contests:
-        without = store.board_as_if(s, contest, (record.id, False))["rows"]
-        with_it = store.board_as_if(s, contest, (record.id, True))["rows"]
+        without = board_as_if(s, contest, (record.id, False))["rows"]
+        with_it = board_as_if(s, contest, (record.id, True))["rows"]
         moved = []
-        for key in dict.fromkeys(map(store.key_of, without + with_it)):
-            old, new = store.find_row(without, key) or {}, store.find_row(with_it, key) or {}
+        for key in dict.fromkeys(map(key_of, without + with_it)):
+            old, new = find_row(without, key) or {}, find_row(with_it, key) or {}
             before = {"rank": old.get("rank"), "total": old.get("total", 0.0)}
             after = {"rank": new.get("rank"), "total": new.get("total", 0.0)}
             if before != after:
@@ -134,3 +143,66 @@ def cancel(s: Session, admin: User, record: Rejudge) -> int:
 
 def _settle(record: Rejudge, admin: User, state: str) -> None:
     record.state, record.settled_by, record.settled_at = state, admin.id, utcnow()
+
+
+STAGED, APPLIED, CANCELLED = "staged", "applied", "cancelled"  # a staged rejudge's states
+
+
+def rejudge(s: Session, admin: User, filters: dict, reason: str,
+            staged: bool = False) -> tuple[Rejudge, list[Enqueue]]:
+    """Judge the submissions the filters find again: counted as each ends, or `staged`: judged
+    aside, for an organizer to apply or cancel as a whole (judge/service/rejudges.py). A
+    submission in a staged rejudge not settled yet is in no other (409)."""
+    if not reason.strip():
+        raise ServiceError(422, "a rejudge needs a reason")
+    query = select(Submission)
+    if filters.get("submission_ids"):
+        query = query.where(Submission.id.in_(filters["submission_ids"]))
+    if filters.get("problem"):
+        query = query.where(Submission.problem_id == get_problem(s, filters["problem"]).id)
+    if filters.get("user"):
+        user = s.scalar(select(User).where(User.name == filters["user"]))
+        if user is None:
+            raise ServiceError(404, f"no user {filters['user']!r}")
+        query = query.where(Submission.user_id == user.id)
+    if filters.get("since"):
+        query = query.where(Submission.created_at >= filters["since"])
+    if not any(filters.get(k) for k in ("submission_ids", "problem", "user", "verdict", "since")):
+        raise ServiceError(422, "say what to rejudge: submission_ids, problem, user, verdict "
+                                "or since")
+    submissions = s.scalars(query.order_by(Submission.id)).all()
+    if filters.get("verdict"):
+        wanted = filters["verdict"]
+        submissions = [x for x in submissions
+                       if (current_judging(x) and current_judging(x).verdict == wanted)]
+    _refuse_staged_twice(s, [x.id for x in submissions])
+    record = Rejudge(reason=reason, filters={k: (str(v) if k == "since" else v)
+                                             for k, v in filters.items() if v},
+                     created_by=admin.id, state=STAGED if staged else None)
+    s.add(record)
+    s.flush()
+    work = []
+    for submission in submissions:
+        queue = live_queue(latest_judging(submission).queue) + REJUDGE_QUEUE
+        judging = JudgingRow(submission_id=submission.id, queue=queue, rejudge_id=record.id,
+                             valid=not staged)
+        s.add(judging)
+        s.flush()
+        work.append(Enqueue(judging.id, queue, True))
+    return record, work
+
+
+def _refuse_staged_twice(s: Session, submission_ids: list[int]) -> None:
+    pending = s.execute(select(JudgingRow.submission_id, Rejudge.id)
+                        .join(Rejudge, Rejudge.id == JudgingRow.rejudge_id)
+                        .where(Rejudge.state == STAGED,
+                               JudgingRow.submission_id.in_(submission_ids)).limit(1)).first()
+    if pending is not None:
+        raise ServiceError(409, f"submission {pending[0]} is in staged rejudge {pending[1]}: "
+                                "apply or cancel that one first")
+
+
+def rejudge_progress(s: Session, rejudge_id: int) -> dict:
+    judgings = s.scalars(select(JudgingRow).where(JudgingRow.rejudge_id == rejudge_id)).all()
+    done = sum(j.state == DONE for j in judgings)
+    return {"total": len(judgings), "done": done, "pending": len(judgings) - done}

@@ -32,7 +32,7 @@ from sqlalchemy.exc import DBAPIError
 from judge.host import processes
 from judge.judging import profiling
 from judge.judging.record import JudgeResult
-from judge.service import db, metrics, store, times
+from judge.service import claims, db, metrics, queueing, times
 from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow, ProfileReport
 from judge.settings import Settings, settings
@@ -99,7 +99,7 @@ def _hand_back() -> None:
     config = settings()
     try:
         with db.session(config.database_url) as s:
-            work = store.hand_back(s, [worker_name(pid) for pid in gone])
+            work = queueing.hand_back(s, [worker_name(pid) for pid in gone])
         if work:
             log.warning("handing back judging(s) %s", [w.judging_id for w in work])
             publish(config, work)
@@ -115,11 +115,11 @@ def judge_task(task, judging_id: int) -> str:
             return "unknown"
         if judging.state == State.DONE.value:
             return "already done"
-        if judging.rejudge_id is not None and store.live_work_waiting(s, judging.queue):
+        if judging.rejudge_id is not None and queueing.live_work_waiting(s, judging.queue):
             # live submissions go first: put the rejudge back behind them
             celery_app(config).send_task(TASK_NAME, args=[judging_id], queue=judging.queue)
             return "deferred"
-        token = store.claim(s, judging_id, worker_name())
+        token = claims.claim(s, judging_id, worker_name())
     if token is None:
         return "held elsewhere"
     stop = threading.Event()
@@ -158,19 +158,19 @@ def judge_task(task, judging_id: int) -> str:
                                f"the result could not be stored: {exc!r}"[:2000],
                                "result not stored; rejudge after fixing the judge")
         with db.session(config.database_url) as s:
-            store.finish(s, judging_id, token, failed)
+            claims.finish(s, judging_id, token, failed)
         return "stored as SE"
 
 
 def _finish(config: Settings, judging_id: int, token: str, result: JudgeResult) -> bool:
-    """store.finish, riding out a database that restarts or drops off the network for up to
+    """claims.finish, riding out a database that restarts or drops off the network for up to
     KJUDGE_STALE_AFTER_S (by then the janitor may have given the judging away, and the new
     claim would refuse this result anyway); False when the claim was lost."""
     deadline = time.monotonic() + config.stale_after_s
     while True:
         try:
             with db.session(config.database_url) as s:
-                return store.finish(s, judging_id, token, result)
+                return claims.finish(s, judging_id, token, result)
         except DBAPIError as exc:
             if not db.unreachable(exc) or time.monotonic() >= deadline:
                 raise
@@ -181,7 +181,7 @@ def _finish(config: Settings, judging_id: int, token: str, result: JudgeResult) 
 
 def _system_error(config: Settings, judging_id: int, message: str, flag: str) -> JudgeResult:
     with db.session(config.database_url) as s:
-        return store.system_error(s.get(JudgingRow, judging_id).submission, message, flag)
+        return queueing.system_error(s.get(JudgingRow, judging_id).submission, message, flag)
 
 
 def _record_store(config: Settings, judging_id: int, seconds: float) -> None:
@@ -203,7 +203,7 @@ def _heartbeat(config: Settings, judging_id: int, token: str, stop: threading.Ev
     while not stop.wait(interval):
         try:
             with db.session(config.database_url) as s:
-                if not store.holds(s, judging_id, token):
+                if not claims.holds(s, judging_id, token):
                     return
         except Exception as exc:
             log.warning("heartbeat of judging %s failed: %s", judging_id, exc)
@@ -235,7 +235,7 @@ def run_judging(config: Settings, judging_id: int,
 
     def on_state(state: State) -> None:
         with db.session(config.database_url) as s:
-            store.holds(s, judging_id, token, state=state.value)
+            claims.holds(s, judging_id, token, state=state.value)
 
     out = Path(tempfile.mkdtemp(prefix="kjudge-profile-"))
     try:

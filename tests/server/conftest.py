@@ -64,11 +64,11 @@ def api(config):
     (alice, with a password, and bob); `api.tokens[who]` are their API tokens."""
     from fastapi.testclient import TestClient
 
-    from judge.service import accounts, store
+    from judge.service import accounts, catalog
     from judge.service.api import create_app
 
     with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
+        catalog.sync_problems(s, config)
         _, admin = accounts.create_user(s, "root", admin=True)
         _, alice = accounts.create_user(s, "alice", password=PASSWORD)
         _, bob = accounts.create_user(s, "bob")
@@ -87,9 +87,9 @@ def s(config):
 @pytest.fixture
 def world(s, config):
     """Problems loaded, an organizer (root) and two contestants (alice, bob) in the store."""
-    from judge.service import accounts, store
+    from judge.service import accounts, catalog
 
-    store.sync_problems(s, config)
+    catalog.sync_problems(s, config)
     admin, _ = accounts.create_user(s, "root", admin=True)
     alice, alice_token = accounts.create_user(s, "alice")
     bob, _ = accounts.create_user(s, "bob")

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from judge.service import accounts, audit, db, store
+from judge.service import accounts, audit, contests, db
 from judge.service.deps import SESSION_COOKIE
 from judge.service.models import Submission, User, utcnow
 from tests.conftest import ROOT
@@ -269,7 +269,7 @@ def test_a_private_contest_board_needs_a_sign_in_and_thaws_at_its_time(api):
     assert [(r["name"], r["rank"], r["total"], r["pending"]) for r in frozen] == [
         ("alice", None, 0, {"vector_add": 1})]
     with db.session(api.config.database_url) as s:
-        store.get_contest(s, "final").thaw_at = now - timedelta(minutes=1)
+        contests.get_contest(s, "final").thaw_at = now - timedelta(minutes=1)
     thawed = board(api, bearer(api, "bob"))["rows"]
     assert [(r["name"], r["rank"], r["total"]) for r in thawed] == [("alice", 1, 100)]
 

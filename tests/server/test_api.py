@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from judge.judging.record import JudgeResult, TestReport
-from judge.service import db, store
+from judge.service import claims, db
 from judge.service.api import api_routes
 from judge.service.deps import AuditDep, admin_user, auditor
 from judge.service.models import Contest
@@ -36,11 +36,11 @@ def post_submission(api, who="alice", **body):
 
 def finish(api, judging_id, verdict="AC", score=100.0):
     with db.session(api.config.database_url) as s:
-        token = store.claim(s, judging_id, "api-test-worker")
+        token = claims.claim(s, judging_id, "api-test-worker")
         result = JudgeResult("vector_add", verdict=Verdict(verdict), score=score,
                              speedup=score / 100,
                              tests=[TestReport.from_dict(t) for t in TESTS])
-        store.finish(s, judging_id, token, result)
+        claims.finish(s, judging_id, token, result)
 
 
 def test_submit_then_read_the_record(api):
@@ -174,11 +174,11 @@ def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
            "evidence": "torch.cuda.Event reassigned"}
     for created, hits in ((flagged, [hit]), (clean, [])):
         with db.session(api.config.database_url) as s:
-            token = store.claim(s, created["judging_id"], "api-test-worker")
+            token = claims.claim(s, created["judging_id"], "api-test-worker")
             result = JudgeResult("vector_add", verdict=Verdict.AC, score=100.0,
                                  guard={"tool": "kernelguard 0.3.2", "hits": hits,
                                         "review": bool(hits), "classification": ""})
-            store.finish(s, created["judging_id"], token, result)
+            claims.finish(s, created["judging_id"], token, result)
     listed = api.get("/api/review", headers=auth(api, "admin")).json()
     assert [(r["submission_id"], r["user"], r["verdict"]) for r in listed] == [
         (flagged["id"], "alice", "AC")]
@@ -193,8 +193,8 @@ def test_kernelguard_hard_hits_make_the_review_list_for_organizers_only(api):
 
 def _finish_flagged(api, judging_id: int, score: float, holds: list[dict]) -> None:
     with db.session(api.config.database_url) as s:
-        token = store.claim(s, judging_id, "api-test-worker")
-        store.finish(s, judging_id, token, JudgeResult("vector_add", verdict=Verdict.AC,
+        token = claims.claim(s, judging_id, "api-test-worker")
+        claims.finish(s, judging_id, token, JudgeResult("vector_add", verdict=Verdict.AC,
                                                       score=score, holds=holds))
 
 
@@ -392,7 +392,7 @@ def test_a_submissions_results_download_as_csv_showing_what_its_page_shows(api):
 
 
 def test_a_queued_submission_says_where_it_waits_in_the_api_and_the_cli(api):
-    from judge.service.client import progress
+    from judge.commands.client import progress
 
     ids = [post_submission(api).json()["id"] for _ in range(3)]
     record = api.get(f"/api/submissions/{ids[2]}", headers=auth(api, "alice")).json()
@@ -490,7 +490,7 @@ def test_sanctions_through_the_api_reach_the_sanctioned_and_the_audit_log(api):
 
 
 def test_a_staged_rejudge_is_read_as_a_diff_then_applied_by_an_organizer(api):
-    from judge.service.client import diff_text
+    from judge.commands.client import diff_text
 
     admin = auth(api, "admin")
     first = post_submission(api).json()
@@ -530,7 +530,7 @@ def test_a_staged_rejudge_is_read_as_a_diff_then_applied_by_an_organizer(api):
 
 
 def test_a_question_its_answer_an_announcement_and_who_reads_them(api):
-    from judge.service.client import clar_text
+    from judge.commands.client import clar_text
 
     admin, alice, bob = auth(api, "admin"), auth(api, "alice"), auth(api, "bob")
     asked = api.post("/api/clarifications", json={"text": "Is n even?", "problem": "vector_add"},
@@ -590,7 +590,7 @@ def test_modes_and_quotas_through_the_api(api):
 
 
 def test_a_window_started_through_the_api_and_extra_time_given_by_an_organizer(api):
-    from judge.service.client import window_text
+    from judge.commands.client import window_text
 
     admin, alice = auth(api, "admin"), auth(api, "alice")
     made = api.post("/api/contests", json={"slug": "cms", "title": "CMS", "problems": [

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from judge.judging.record import JudgeResult
-from judge.service import accounts, db, store, worker
+from judge.service import accounts, catalog, claims, db, submissions, worker
 from judge.service.models import JudgingRow
 from judge.settings import Settings
 from judge.verdicts import Verdict
@@ -31,11 +31,11 @@ def test_a_result_is_stored_once_a_restarting_database_is_back(private_postgres,
                       broker_url=f"sqla+sqlite:///{tmp_path}/broker.db", stale_after_s=30)
     db.upgrade(pg.url)
     with db.session(pg.url) as s:
-        store.sync_problems(s, config)
+        catalog.sync_problems(s, config)
         user, _ = accounts.create_user(s, "alice")
-        _, work = store.submit(s, config, user, "vector_add", "cpp", "int x;")
+        _, work = submissions.submit(s, config, user, "vector_add", "cpp", "int x;")
     with db.session(pg.url) as s:
-        token = store.claim(s, work.judging_id, "w:1:cpu")
+        token = claims.claim(s, work.judging_id, "w:1:cpu")
     pg.stop("immediate")  # a crash, as the judging ends
     threading.Timer(3, pg.start).start()
     result = JudgeResult("vector_add", verdict=Verdict.AC, score=120.0)

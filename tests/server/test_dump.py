@@ -8,7 +8,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from judge.service import accounts, audit, db, dump, sanctions, store
+from judge.service import accounts, audit, boards, catalog, db, dump, rejudges, sanctions
 from judge.service.models import Base, Contest, ProfileReport
 from tests.server.conftest import _postgres_database
 from tests.server.test_service import finish_with, submit
@@ -30,7 +30,7 @@ def target_url(database_url, tmp_path):
 
 
 def _contest_with_history(s, config) -> str:
-    store.sync_problems(s, config)
+    catalog.sync_problems(s, config)
     admin, _ = accounts.create_user(s, "root", admin=True)
     alice, alice_token = accounts.create_user(s, "alice")
     bob, _ = accounts.create_user(s, "bob")
@@ -47,7 +47,7 @@ def _contest_with_history(s, config) -> str:
     s.add(ProfileReport(judging_id=w3.judging_id, filename="profile.ncu-rep",
                         data=bytes(range(256))))  # bytes travel as base64
     s.commit()
-    _, rejudged = store.rejudge(s, admin, {"problem": "vector_add", "user": "alice"},
+    _, rejudged = rejudges.rejudge(s, admin, {"problem": "vector_add", "user": "alice"},
                                   "new baseline")
     s.commit()
     finish_with(s, rejudged[0].judging_id, "AC", 95)  # alice's, rejudged higher
@@ -66,17 +66,17 @@ def _rows(url: str) -> dict[str, int]:
 
 def test_a_dump_loads_into_an_empty_database_with_the_same_leaderboard(s, config, target_url):
     token = _contest_with_history(s, config)
-    board = store.results(s).board
+    board = boards.results(s).board
     made = json.loads(json.dumps(dump.export_dump(s)))  # as it travels: a JSON file
     with db.session(target_url) as t:
         loaded = dump.import_dump(t, made)
     assert loaded["judgings"] == 5 and loaded["submissions"] == 4
     assert _rows(target_url) == _rows(config.database_url)
     with db.session(target_url) as t:
-        assert store.results(t).board == board
+        assert boards.results(t).board == board
         assert [r["name"] for r in board["rows"]][:2] == ["alice", "bob"]
         assert accounts.user_by_token(t, token).name == "alice"  # tokens keep working
-        assert store.rejudge_progress(t, 1)["total"] == 1
+        assert rejudges.rejudge_progress(t, 1)["total"] == 1
         assert [x.reason for x in sanctions.listing(t)] == ["a test of the judge"]
         assert [e.action for e in audit.entries(t)] == ["sanction.ignore"]
         assert t.scalars(sa.select(ProfileReport.data)).one() == bytes(range(256))

@@ -154,9 +154,9 @@ def test_embedded_broker_and_the_cli(stack_factory, tmp_path):
                             str(tmp_path / "dump.json")], env=moved, cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
     assert again.returncode != 0 and "not empty" in again.stderr
-    from judge.service import db, store
+    from judge.service import boards, db
     with db.session(moved["KJUDGE_DATABASE_URL"]) as s:
-        assert store.results(s).board["rows"] == stack.call(
+        assert boards.results(s).board["rows"] == stack.call(
             "GET", "/api/leaderboard", stack.admin).json()["rows"]
 
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
-from judge.service import accounts, db, store
+from judge.service import accounts, catalog, db
 from judge.service.api import api_routes, body_limit, create_app
 from judge.service.deps import admin_user
 from judge.service.models import User
@@ -29,7 +29,7 @@ def served(tmp_path_factory):
                       queue_prefix="fuzz")
     db.upgrade(config.database_url)
     with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
+        catalog.sync_problems(s, config)
         _, admin = accounts.create_user(s, "root", admin=True)
         _, alice = accounts.create_user(s, "alice")
         # the fuzzer's own users: what it changes of them (tokens revoked, passwords reset)

@@ -78,21 +78,21 @@ def test_histograms_count_in_both_databases_and_the_dashboard_reads_only_what_is
     from fastapi.testclient import TestClient
 
     from judge.judging.record import JudgeResult
-    from judge.service import accounts, db, store
+    from judge.service import accounts, catalog, claims, db, submissions
     from judge.service.api import create_app
     from judge.verdicts import Verdict
     from tests.conftest import ROOT
 
     with db.session(config.database_url) as s:
-        store.sync_problems(s, config)
+        catalog.sync_problems(s, config)
         user, _ = accounts.create_user(s, "carol")
-        _, work = store.submit(s, config, user, "vector_add", "cpp", AC.read_text())
+        _, work = submissions.submit(s, config, user, "vector_add", "cpp", AC.read_text())
         judging = work.judging_id
     with db.session(config.database_url) as s:
-        token = store.claim(s, judging, "metrics-test-worker")
+        token = claims.claim(s, judging, "metrics-test-worker")
         result = JudgeResult("vector_add", verdict=Verdict.AC, wall_s=3.0,
                              phases={"sandbox_start": 0.3, "correctness": 2.0})
-        assert store.finish(s, judging, token, result)
+        assert claims.finish(s, judging, token, result)
     client = TestClient(create_app(config, janitor=False))
     families = list(text_string_to_metric_families(client.get("/metrics").text))
     samples = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from judge.service import store
+from judge.service import boards, catalog, contests, submissions
 from judge.service.models import Contest, Submission, utcnow
 from tests.server.conftest import refused
 from tests.server.test_service import finish_with, submit
@@ -22,9 +22,9 @@ def test_only_ranked_submissions_count_on_any_board(s, config, world):
     for mode, score in (("test", 0), ("benchmark", 500), ("ranked", 90)):
         _, work = submit(s, config, world["alice"], contest_slug="cup", mode=mode)
         finish_with(s, work.judging_id, "AC", score)
-    assert totals(store.results(s, store.get_contest(s, "cup")).board) == {"alice": 90}
-    assert totals(store.results(s).board) == {"alice": 90}
-    assert store.problem_stats(s, world["alice"])["vector_add"]["best_score"] == 90
+    assert totals(boards.results(s, contests.get_contest(s, "cup")).board) == {"alice": 90}
+    assert totals(boards.results(s).board) == {"alice": 90}
+    assert boards.problem_stats(s, world["alice"])["vector_add"]["best_score"] == 90
     with refused(422, "mode 'fast': use one of ranked, benchmark, test"):
         submit(s, config, world["alice"], mode="fast")
 
@@ -33,9 +33,9 @@ def test_a_contests_quotas_cap_each_mode_per_hour_and_in_all(s, config, world):
     s.add(Contest(slug="cup", title="Cup", problems=["vector_add", "softmax"], quotas={
         "ranked": {"per_hour": 2, "per_contest": 3}, "benchmark": {"per_hour": 0}}))
     s.commit()
-    contest, alice = store.get_contest(s, "cup"), world["alice"]
-    problem = store.get_problem(s, "vector_add")
-    assert store.quota_left(s, alice, contest, problem) == {
+    contest, alice = contests.get_contest(s, "cup"), world["alice"]
+    problem = catalog.get_problem(s, "vector_add")
+    assert submissions.quota_left(s, alice, contest, problem) == {
         "ranked": {"this_hour": 2, "in_contest": 3}, "benchmark": {"this_hour": 0}}
     first, _ = submit(s, config, alice, contest_slug="cup")
     submit(s, config, alice, contest_slug="cup")
@@ -61,5 +61,5 @@ def test_a_contests_quotas_cap_each_mode_per_hour_and_in_all(s, config, world):
     with refused(429, "at most 3 ranked submissions to vector_add in cup: none left"):
         submit(s, config, alice, contest_slug="cup")
     s.rollback()
-    assert store.quota_left(s, alice, contest, problem)["ranked"] == {"this_hour": 1,
+    assert submissions.quota_left(s, alice, contest, problem)["ranked"] == {"this_hour": 1,
                                                                       "in_contest": 0}

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from judge.commands.client import profile_text
 from judge.judging.record import JudgeResult
-from judge.service import db, store, worker
-from judge.service.client import profile_text
+from judge.service import claims, db, worker
 from judge.service.models import Contest, JudgingRow, ProfileReport
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
@@ -54,7 +54,7 @@ def test_the_worker_profiles_the_last_sample_point_and_keeps_the_report(s, confi
     s.commit()
     pool = SimpleNamespace(sandbox=BwrapSandbox())
     monkeypatch.setattr(worker, "worker_pool", lambda: (cpu, pool))
-    token = store.claim(s, work.judging_id, "test-worker")
+    token = claims.claim(s, work.judging_id, "test-worker")
     s.commit()
     result, report = worker.run_judging(replace(config, ncu=str(STANDIN)), work.judging_id,
                                         token)
@@ -79,8 +79,8 @@ def test_a_profile_report_goes_to_its_submitter(api):
                    headers=auth(api, "alice")).status_code == 404  # not judged yet
     with db.session(api.config.database_url) as s:
         judging = s.query(JudgingRow).filter_by(submission_id=sid).one()
-        token = store.claim(s, judging.id, "gpu-worker")
-        store.finish(s, judging.id, token, JudgeResult(
+        token = claims.claim(s, judging.id, "gpu-worker")
+        claims.finish(s, judging.id, token, JudgeResult(
             "vector_add", verdict=Verdict.AC, profile={
                 "point": "tiny", "tool": "ncu", "report": "profile.ncu-rep",
                 "report_bytes": 4, "kernels": [{"Kernel Name": "add", "Metric Name":

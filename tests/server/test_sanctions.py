@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from judge.service import accounts, sanctions, store
+from judge.service import accounts, boards, contests, sanctions, submissions, system_tests
 from judge.service.models import AuditEntry, Contest, JudgingRow, utcnow
 from tests.server.conftest import refused
 from tests.server.test_service import _contest_with_results, finish_with, submit
@@ -18,27 +18,27 @@ def totals(board: dict) -> dict[str, float]:
 
 def test_an_ignored_submission_counts_nowhere_and_comes_back_when_lifted(s, config, world):
     contest, made = _contest_with_results(s, config, world)
-    assert totals(store.results(s, contest).board) == {"bob": 200, "alice": 120}
+    assert totals(boards.results(s, contest).board) == {"bob": 200, "alice": 120}
     ignored = sanctions.impose(s, world["admin"], "ignore", "shared with bob",
                                submission_id=made["alice120"].id)
     s.commit()
     # her earlier 80 counts; the cached boards follow at once, in the contest and outside it
-    assert totals(store.results(s, contest).board) == {"bob": 200, "alice": 80}
-    assert totals(store.results(s).board)["alice"] == 80
-    assert store.problem_stats(s, world["alice"])["vector_add"]["best_score"] == 80
+    assert totals(boards.results(s, contest).board) == {"bob": 200, "alice": 80}
+    assert totals(boards.results(s).board)["alice"] == 80
+    assert boards.problem_stats(s, world["alice"])["vector_add"]["best_score"] == 80
     # it stays in the history, and the sanction that keeps it off is found for any list
-    assert store.current_judging(made["alice120"]).score == 120
+    assert submissions.current_judging(made["alice120"]).score == 120
     assert sanctions.affecting(s, [made["alice120"], made["alice80"]]) == {
         made["alice120"].id: ignored}
     # the system test judges again what counts: her 80, not the ignored 120
-    _, work = store.system_test(s, config, contest, world["admin"])
+    _, work = system_tests.system_test(s, config, contest, world["admin"])
     s.commit()
     judged = {s.get(JudgingRow, w.judging_id).submission_id for w in work}
     assert made["alice80"].id in judged and made["alice120"].id not in judged
     sanctions.lift(s, world["admin"], ignored.id, "bob wrote his own")
     s.commit()
     assert sanctions.affecting(s, [made["alice120"]]) == {}
-    assert totals(store.results(s).board)["alice"] == 120
+    assert totals(boards.results(s).board)["alice"] == 120
 
 
 def test_a_disqualified_user_counts_on_no_board_for_that_contest_and_submits_there_no_more(
@@ -50,15 +50,15 @@ def test_a_disqualified_user_counts_on_no_board_for_that_contest_and_submits_the
     sanctions.impose(s, world["admin"], "disqualify", "two accounts", user="bob",
                      contest="final")
     s.commit()
-    assert totals(store.results(s, contest).board) == {"alice": 120}
-    assert "bob" not in totals(store.results(s).board)  # what he made there counts nowhere
+    assert totals(boards.results(s, contest).board) == {"alice": 120}
+    assert "bob" not in totals(boards.results(s).board)  # what he made there counts nowhere
     with refused(403, "disqualified from contest final: two accounts"):
         submit(s, config, world["bob"], contest_slug="final")
     s.rollback()
     # elsewhere he submits, and that counts
     _, work = submit(s, config, world["bob"], contest_slug="other")
     finish_with(s, work.judging_id, "AC", 50)
-    assert totals(store.results(s, store.get_contest(s, "other")).board) == {"bob": 50}
+    assert totals(boards.results(s, contests.get_contest(s, "other")).board) == {"bob": 50}
     submit(s, config, world["alice"], contest_slug="final")  # alice is not touched
 
 
@@ -69,13 +69,13 @@ def test_a_disqualified_team_takes_every_member_off_and_keeps_them_out(s, config
     contest, made = _contest_with_results(s, config, world, teams=True)
     _, work = submit(s, config, carol, contest_slug="final")
     finish_with(s, work.judging_id, "AC", 10)
-    assert totals(store.results(s, contest).board) == {"red": 220, "blue": 10}
+    assert totals(boards.results(s, contest).board) == {"red": 220, "blue": 10}
     with refused(404, "no user is in team 'green'"):
         sanctions.impose(s, world["admin"], "disqualify", "x", team="green", contest="final")
     sanctions.impose(s, world["admin"], "disqualify", "shared code", team="red",
                      contest="final")
     s.commit()
-    assert totals(store.results(s, contest).board) == {"blue": 10}
+    assert totals(boards.results(s, contest).board) == {"blue": 10}
     for member in ("alice", "bob"):
         with refused(403, "shared code"):
             submit(s, config, world[member], contest_slug="final")
@@ -93,7 +93,7 @@ def test_a_banned_user_submits_nowhere_and_what_they_made_still_counts(s, config
     with refused(403, "banned from submitting: abusive"):
         submit(s, config, world["bob"])
     s.rollback()
-    assert totals(store.results(s).board) == {"bob": 70}
+    assert totals(boards.results(s).board) == {"bob": 70}
     sanctions.lift(s, world["admin"], ban.id, "apologised")
     s.commit()
     submit(s, config, world["bob"])
@@ -143,11 +143,11 @@ def test_a_frozen_boards_pending_counts_leave_out_what_counts_nowhere(s, config,
     contest.freeze_at = utcnow()  # every result above is from before it
     s.commit()
     late, _ = submit(s, config, world["alice"], contest_slug="final")
-    frozen = store.results(s, contest, live=False).board
+    frozen = boards.results(s, contest, live=False).board
     assert {r["name"]: r.get("pending") for r in frozen["rows"]}["alice"] == {"vector_add": 1}
     sanctions.impose(s, world["admin"], "ignore", "late copy", submission_id=late.id)
     s.commit()
-    frozen = store.results(s, contest, live=False).board
+    frozen = boards.results(s, contest, live=False).board
     assert {r["name"]: r.get("pending") for r in frozen["rows"]}["alice"] == {}
 
 
@@ -155,7 +155,7 @@ def test_the_janitors_system_test_is_in_the_audit_log_with_no_organizer(s, confi
     contest, _ = _contest_with_results(s, config, world)
     contest.ends_at = utcnow()
     s.commit()
-    store.start_due_system_tests(s, config)
+    system_tests.start_due_system_tests(s, config)
     s.commit()
     entry = s.query(AuditEntry).one()
     assert (entry.actor_id, entry.action, entry.target, entry.details) == (

@@ -11,7 +11,18 @@ import pytest
 from sqlalchemy import func, select
 
 from judge.judging.record import JudgeResult
-from judge.service import accounts, store
+from judge.service import (
+    accounts,
+    boards,
+    catalog,
+    claims,
+    contests,
+    errors,
+    queueing,
+    rejudges,
+    submissions,
+    system_tests,
+)
 from judge.service.models import ApiToken, Contest, JudgingRow, utcnow
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS
@@ -24,14 +35,14 @@ def record(verdict: str, score: float = 0.0) -> JudgeResult:
 
 
 def finish_with(s, judging_id: int, verdict: str, score: float = 0.0) -> None:
-    token = store.claim(s, judging_id, "test-worker")
+    token = claims.claim(s, judging_id, "test-worker")
     assert token
-    assert store.finish(s, judging_id, token, record(verdict, score))
+    assert claims.finish(s, judging_id, token, record(verdict, score))
     s.commit()
 
 
 def submit(s, config, user, problem="vector_add", language="cpp", source=AC_SOURCE, **kw):
-    submission, work = store.submit(s, config, user, problem, language, source, **kw)
+    submission, work = submissions.submit(s, config, user, problem, language, source, **kw)
     s.commit()
     return submission, work
 
@@ -44,12 +55,12 @@ def test_migrations_create_every_table(s):
 
 
 def test_problems_are_loaded_with_their_version(s, config):
-    invalid = store.sync_problems(s, config)
+    invalid = catalog.sync_problems(s, config)
     assert invalid == {}
-    row = store.get_problem(s, "vector_add")
+    row = catalog.get_problem(s, "vector_add")
     assert row.version and "cpp" in row.languages
-    with pytest.raises(store.ServiceError) as info:
-        store.get_problem(s, "nope")
+    with pytest.raises(errors.ServiceError) as info:
+        catalog.get_problem(s, "nope")
     assert info.value.status == 404
 
 
@@ -59,7 +70,7 @@ def test_tokens_are_stored_hashed_and_authenticate(s, world):
     stored = s.scalars(select(ApiToken.token_hash).where(ApiToken.user_id == world["alice"].id))
     assert token not in stored.all()
     assert accounts.user_by_token(s, "kj_wrong") is None
-    with pytest.raises(store.ServiceError, match="exists"):
+    with pytest.raises(errors.ServiceError, match="exists"):
         accounts.create_user(s, "alice")
 
 
@@ -71,7 +82,7 @@ def test_tokens_are_stored_hashed_and_authenticate(s, world):
     ({"source": "x" * 300_000}, 413),
 ])
 def test_bad_submissions_are_refused_with_a_status(s, config, world, kwargs, status):
-    with pytest.raises(store.ServiceError) as info:
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, config, world["alice"], **kwargs)
     assert info.value.status == status and info.value.message
 
@@ -85,8 +96,8 @@ def test_a_source_over_the_problems_own_limit_is_refused_before_it_is_queued(s, 
     spec = root / "vector_add" / "problem.yaml"
     spec.write_text(spec.read_text().replace("output_kb: 64}", "output_kb: 64, source_kb: 4}"))
     small = replace(config, problems_dir=root)
-    store.sync_problems(s, small)
-    with pytest.raises(store.ServiceError) as info:
+    catalog.sync_problems(s, small)
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, small, world["alice"], source=AC_SOURCE + "//" + "x" * 5000)
     assert info.value.status == 413 and "limit for vector_add is 4 KiB" in info.value.message
     assert s.scalar(select(func.count(JudgingRow.id))) == 0
@@ -101,7 +112,7 @@ def test_a_language_the_contest_device_cannot_run_is_refused(s, config, world):
                   starts_at=now - timedelta(hours=1), ends_at=now + timedelta(hours=1)))
     s.commit()
     cuda = (PROBLEMS / "vector_add" / "templates" / "cuda.cu").read_text()
-    with pytest.raises(store.ServiceError) as info:
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, config, world["alice"], language="cuda", source=cuda, contest_slug="cpu-only")
     assert info.value.status == 422 and "cpu device" in info.value.message
 
@@ -110,7 +121,7 @@ def test_rate_limit_per_user(s, config, world):
     limited = replace(config, submissions_per_minute=2)
     submit(s, limited, world["alice"])
     submit(s, limited, world["alice"])
-    with pytest.raises(store.ServiceError) as info:
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, limited, world["alice"])
     assert info.value.status == 429
     submit(s, limited, world["bob"])  # others are not affected
@@ -123,10 +134,10 @@ def test_contest_window_and_problem_set(s, config, world):
     s.add(Contest(slug="live", title="Live", problems=["softmax"], device="cpu",
                   starts_at=now - timedelta(hours=1), ends_at=now + timedelta(hours=1)))
     s.commit()
-    with pytest.raises(store.ServiceError) as info:
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, config, world["alice"], contest_slug="past")
     assert info.value.status == 403 and "ended" in info.value.message
-    with pytest.raises(store.ServiceError) as info:
+    with pytest.raises(errors.ServiceError) as info:
         submit(s, config, world["alice"], contest_slug="live")
     assert info.value.status == 404
     submission, work = submit(s, config, world["alice"], problem="softmax", contest_slug="live")
@@ -135,11 +146,11 @@ def test_contest_window_and_problem_set(s, config, world):
 
 def test_a_judging_is_claimed_and_finished_exactly_once(s, config, world):
     _, work = submit(s, config, world["alice"])
-    first = store.claim(s, work.judging_id, "w1")
-    assert first and store.claim(s, work.judging_id, "w2") is None
-    assert store.holds(s, work.judging_id, first, state="RUNNING")
-    assert store.finish(s, work.judging_id, first, record("AC", 50.0))
-    assert not store.finish(s, work.judging_id, first, record("WA"))  # second finish ignored
+    first = claims.claim(s, work.judging_id, "w1")
+    assert first and claims.claim(s, work.judging_id, "w2") is None
+    assert claims.holds(s, work.judging_id, first, state="RUNNING")
+    assert claims.finish(s, work.judging_id, first, record("AC", 50.0))
+    assert not claims.finish(s, work.judging_id, first, record("WA"))  # second finish ignored
     s.commit()
     judging = s.get(JudgingRow, work.judging_id)
     assert (judging.state, judging.verdict, judging.attempts) == ("DONE", "AC", 1)
@@ -148,15 +159,15 @@ def test_a_judging_is_claimed_and_finished_exactly_once(s, config, world):
 def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world):
     _, work = submit(s, config, world["alice"])
     quick = replace(config, stale_after_s=0, max_attempts=2)
-    old = store.claim(s, work.judging_id, "w1")
+    old = claims.claim(s, work.judging_id, "w1")
     s.execute(JudgingRow.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
-    requeue, failed = store.stale_claims(s, quick)
+    requeue, failed = queueing.stale_claims(s, quick)
     s.commit()
     assert [w.judging_id for w in requeue] == [work.judging_id] and not failed
-    assert not store.finish(s, work.judging_id, old, record("AC"))  # the dead claim is void
-    store.claim(s, work.judging_id, "w2")
+    assert not claims.finish(s, work.judging_id, old, record("AC"))  # the dead claim is void
+    claims.claim(s, work.judging_id, "w2")
     s.execute(JudgingRow.__table__.update().values(heartbeat_at=utcnow() - timedelta(minutes=1)))
-    requeue, failed = store.stale_claims(s, quick)
+    requeue, failed = queueing.stale_claims(s, quick)
     s.commit()
     judging = s.get(JudgingRow, work.judging_id)
     assert failed == [work.judging_id] and judging.verdict == "SE"
@@ -166,32 +177,32 @@ def test_dead_workers_judgings_are_requeued_then_given_up_as_SE(s, config, world
 def test_unpublished_and_lost_messages_are_found(s, config, world):
     _, work = submit(s, config, world["alice"])
     # just stored: its API process is publishing it (broker.Publisher), the janitor leaves it
-    assert store.unpublished(s, config, {}) == []
+    assert queueing.unpublished(s, config, {}) == []
     s.execute(JudgingRow.__table__.update().values(queued_at=utcnow() - timedelta(seconds=5)))
     s.commit()
-    assert [w.judging_id for w in store.unpublished(s, config, {})] == [work.judging_id]
-    store.mark_enqueued(s, [work.judging_id])
+    assert [w.judging_id for w in queueing.unpublished(s, config, {})] == [work.judging_id]
+    queueing.mark_enqueued(s, [work.judging_id])
     s.execute(JudgingRow.__table__.update().values(enqueued_at=utcnow() - timedelta(minutes=1)))
     s.commit()
-    assert store.unpublished(s, config, {work.queue: 1}) == []  # the broker holds it
-    lost = store.unpublished(s, config, {work.queue: 0})  # e.g. Redis restarted empty
+    assert queueing.unpublished(s, config, {work.queue: 1}) == []  # the broker holds it
+    lost = queueing.unpublished(s, config, {work.queue: 0})  # e.g. Redis restarted empty
     assert [w.judging_id for w in lost] == [work.judging_id]
 
 
 def test_rejudge_keeps_history_and_the_current_result_moves(s, config, world):
     submission, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "WA")
-    assert store.current_judging(submission).verdict == "WA"
-    record, rework = store.rejudge(s, world["admin"], {"problem": "vector_add"}, "fixed data")
+    assert submissions.current_judging(submission).verdict == "WA"
+    record, rework = rejudges.rejudge(s, world["admin"], {"problem": "vector_add"}, "fixed data")
     s.commit()
     assert len(rework) == 1 and rework[0].queue.endswith(".rejudge")
     s.refresh(submission)
-    assert store.current_judging(submission).verdict == "WA"  # until the rejudge finishes
+    assert submissions.current_judging(submission).verdict == "WA"  # until the rejudge finishes
     finish_with(s, rework[0].judging_id, "AC", 120.0)
     s.refresh(submission)
-    assert store.current_judging(submission).verdict == "AC"
+    assert submissions.current_judging(submission).verdict == "AC"
     assert [j.verdict for j in submission.judgings] == ["WA", "AC"]
-    assert store.rejudge_progress(s, record.id) == {"total": 1, "done": 1, "pending": 0}
+    assert rejudges.rejudge_progress(s, record.id) == {"total": 1, "done": 1, "pending": 0}
 
 
 def test_rejudge_filters(s, config, world):
@@ -199,18 +210,18 @@ def test_rejudge_filters(s, config, world):
     b, wb = submit(s, config, world["bob"])
     finish_with(s, wa.judging_id, "WA")
     finish_with(s, wb.judging_id, "AC", 100)
-    _, by_user = store.rejudge(s, world["admin"], {"user": "bob"}, "r")
-    _, by_verdict = store.rejudge(s, world["admin"], {"verdict": "WA"}, "r")
-    _, by_id = store.rejudge(s, world["admin"], {"submission_ids": [a.id, b.id]}, "r")
-    _, since = store.rejudge(s, world["admin"],
+    _, by_user = rejudges.rejudge(s, world["admin"], {"user": "bob"}, "r")
+    _, by_verdict = rejudges.rejudge(s, world["admin"], {"verdict": "WA"}, "r")
+    _, by_id = rejudges.rejudge(s, world["admin"], {"submission_ids": [a.id, b.id]}, "r")
+    _, since = rejudges.rejudge(s, world["admin"],
                                {"since": utcnow() + timedelta(hours=1)}, "r")
     ids = lambda work: sorted(s.get(JudgingRow, w.judging_id).submission_id for w in work)  # noqa: E731
     assert ids(by_user) == [b.id] and ids(by_verdict) == [a.id]
     assert ids(by_id) == [a.id, b.id] and since == []
-    with pytest.raises(store.ServiceError):
-        store.rejudge(s, world["admin"], {}, "everything?")
-    with pytest.raises(store.ServiceError):
-        store.rejudge(s, world["admin"], {"user": "bob"}, " ")
+    with pytest.raises(errors.ServiceError):
+        rejudges.rejudge(s, world["admin"], {}, "everything?")
+    with pytest.raises(errors.ServiceError):
+        rejudges.rejudge(s, world["admin"], {"user": "bob"}, " ")
 
 
 def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
@@ -223,7 +234,7 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
     finish_with(s, w3.judging_id, "WA", 999)  # correctness gate: never ranked
     _, w4 = submit(s, config, bob, problem="softmax")
     finish_with(s, w4.judging_id, "AC", 120)  # same total, reached later
-    board = store.results(s).board
+    board = boards.results(s).board
     rows = {r["name"]: r for r in board["rows"]}
     assert rows["alice"]["total"] == 120 and rows["alice"]["problems"] == {"vector_add": 120}
     assert rows["alice"]["rank"] == 1 and rows["bob"]["rank"] == 2
@@ -233,22 +244,22 @@ def test_leaderboard_gate_best_across_languages_and_ties(s, config, world):
 def test_a_system_error_never_replaces_a_real_verdict(s, config, world):
     submission, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    _, rework = store.rejudge(s, world["admin"], {"submission_ids": [submission.id]}, "r")
+    _, rework = rejudges.rejudge(s, world["admin"], {"submission_ids": [submission.id]}, "r")
     s.commit()
     finish_with(s, rework[0].judging_id, "SE")
     s.refresh(submission)
-    assert store.current_judging(submission).verdict == "AC"
-    assert store.results(s).board["rows"][0]["total"] == 100
+    assert submissions.current_judging(submission).verdict == "AC"
+    assert boards.results(s).board["rows"][0]["total"] == 100
     only_se, w2 = submit(s, config, world["bob"])
     finish_with(s, w2.judging_id, "SE")
-    assert store.current_judging(only_se).verdict == "SE"
+    assert submissions.current_judging(only_se).verdict == "SE"
 
 
 def test_live_work_is_seen_from_the_rejudge_queue(s, config, world):
     _, work = submit(s, config, world["alice"])
-    assert store.live_work_waiting(s, work.queue + ".rejudge")
+    assert queueing.live_work_waiting(s, work.queue + ".rejudge")
     finish_with(s, work.judging_id, "AC", 1)
-    assert not store.live_work_waiting(s, work.queue + ".rejudge")
+    assert not queueing.live_work_waiting(s, work.queue + ".rejudge")
 
 
 def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_does(s, config,
@@ -278,12 +289,12 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
             judging.score = rng.uniform(1, 100)
         s.commit()
     expected = set()
-    for submission in s.scalars(store.with_results(select(Submission))).unique():
-        current = store.current_judging(submission)
+    for submission in s.scalars(submissions.with_results(select(Submission))).unique():
+        current = submissions.current_judging(submission)
         if current is not None and current.verdict == "AC":
             expected.add((submission.user.name, round(current.score, 9)))
     got = {(name, round(score, 9)) for _uid, name, _team, _slug, score, _at, _id in
-           store.current_accepted(s)}
+           boards.current_accepted(s)}
     assert got == expected and expected
 
 
@@ -293,19 +304,19 @@ def test_the_cached_results_follow_every_judging_that_ends(s, config, world):
     the board from before; a database that lost its counter row still moves on."""
     from judge.service.models import Counter
 
-    assert store.results(s).board["rows"] == []
+    assert boards.results(s).board["rows"] == []
     _, work = submit(s, config, world["alice"])
     finish_with(s, work.judging_id, "AC", 100)
-    assert [r["name"] for r in store.results(s).board["rows"]] == ["alice"]
-    assert store.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
+    assert [r["name"] for r in boards.results(s).board["rows"]] == ["alice"]
+    assert boards.problem_stats(s, world["alice"])["vector_add"] == {"solvers": 1,
                                                                       "best_score": 100}
     s.query(Counter).delete()
     s.commit()
     _, work = submit(s, config, world["bob"])
     finish_with(s, work.judging_id, "AC", 200)
-    assert [r["name"] for r in store.results(s).board["rows"]] == ["bob", "alice"]
-    cached = store.results(s)
-    assert store.results(s) is cached  # nothing changed: nothing recomputed
+    assert [r["name"] for r in boards.results(s).board["rows"]] == ["bob", "alice"]
+    cached = boards.results(s)
+    assert boards.results(s) is cached  # nothing changed: nothing recomputed
 
 
 def test_the_publisher_sends_what_it_holds_and_flushes_on_close(s, config, world):
@@ -320,7 +331,7 @@ def test_the_publisher_sends_what_it_holds_and_flushes_on_close(s, config, world
     s.expire_all()
     assert all(s.get(JudgingRow, w.judging_id).enqueued_at is not None for w in works)
     assert broker.broker_counts(config, {works[0].queue}) == {works[0].queue: 3}
-    assert store.unpublished(s, config, {works[0].queue: 3}) == []
+    assert queueing.unpublished(s, config, {works[0].queue: 3}) == []
 
 
 def test_a_contests_language_list_narrows_the_problems_and_an_empty_one_does_not(s, config,
@@ -331,7 +342,7 @@ def test_a_contests_language_list_narrows_the_problems_and_an_empty_one_does_not
                   **window))
     s.add(Contest(slug="open", title="O", problems=["vector_add"], languages=[], **window))
     s.commit()
-    with pytest.raises(store.ServiceError, match="allowed: triton"):
+    with pytest.raises(errors.ServiceError, match="allowed: triton"):
         submit(s, config, world["alice"], contest_slug="python-only")
     submit(s, config, world["alice"], contest_slug="open")  # cpp, as the problem allows
 
@@ -349,13 +360,13 @@ def _contest_with_results(s, config, world, **fields):
         submission, work = submit(s, config, world[user], problem=problem, contest_slug="final")
         finish_with(s, work.judging_id, "AC", score)
         made[name] = submission
-    return store.get_contest(s, "final"), made
+    return contests.get_contest(s, "final"), made
 
 
 def test_a_system_test_judges_each_rows_counted_submissions_again_and_the_board_counts_those(
         s, config, world):
     contest, made = _contest_with_results(s, config, world)
-    record, work = store.system_test(s, config, contest, world["admin"])
+    record, work = system_tests.system_test(s, config, contest, world["admin"])
     s.commit()
     judgings = [s.get(JudgingRow, w.judging_id) for w in work]
     # each row's counted submission per problem, the leader's first, problem by problem
@@ -363,14 +374,14 @@ def test_a_system_test_judges_each_rows_counted_submissions_again_and_the_board_
                                                    ("bob_add", "bob_softmax", "alice120")]
     assert {w.queue for w in work} == {f"{config.queue_prefix}.cpu.systest"}
     assert all(w.rejudge and j.rejudge_id == record.id for w, j in zip(work, judgings))
-    board = store.results(s, contest).board  # until they end, the earlier judgings count
+    board = boards.results(s, contest).board  # until they end, the earlier judgings count
     assert {r["name"]: r["total"] for r in board["rows"]} == {"bob": 200, "alice": 120}
     # alice's 120 fails on the fresh seeds: her 80, not judged again, does not step in
     for judging, (verdict, score) in zip(judgings, (("AC", 90), ("AC", 100), ("WA", 0))):
         finish_with(s, judging.id, verdict, score)
-    board = store.results(s, contest).board
+    board = boards.results(s, contest).board
     assert {r["name"]: r["total"] for r in board["rows"]} == {"bob": 190}
-    report = store.system_test_report(s, contest)
+    report = system_tests.system_test_report(s, contest)
     assert report["done"] == report["total"] == 3
     rows = {r["name"]: r for r in report["rows"]}
     assert rows["bob"]["before"] == {"rank": 1, "total": 200}
@@ -378,31 +389,31 @@ def test_a_system_test_judges_each_rows_counted_submissions_again_and_the_board_
     assert rows["bob"]["problems"] == {"vector_add": [100, 90], "softmax": [100, 100]}
     assert rows["alice"]["after"] == {"rank": None, "total": 0.0}
     assert rows["alice"]["problems"]["vector_add"] == [120, None]
-    assert store.results(s).board != board  # the board outside the contest is not narrowed
-    assert {r["name"]: r["total"] for r in store.results(s).board["rows"]}["alice"] == 80
+    assert boards.results(s).board != board  # the board outside the contest is not narrowed
+    assert {r["name"]: r["total"] for r in boards.results(s).board["rows"]}["alice"] == 80
 
 
 def test_the_janitor_starts_a_system_test_once_when_a_contest_ends(s, config, world):
     contest, _ = _contest_with_results(s, config, world)
-    assert store.start_due_system_tests(s, config) == []  # no end set: never due
+    assert system_tests.start_due_system_tests(s, config) == []  # no end set: never due
     contest.ends_at = utcnow()  # after its submissions
     s.add(Contest(slug="quiet", title="Quiet", problems=["vector_add"], system_test=False,
                   ends_at=utcnow()))
     s.commit()
-    started = store.start_due_system_tests(s, config)
+    started = system_tests.start_due_system_tests(s, config)
     s.commit()
-    assert len(started) == 3 and store.latest_system_test(s, contest).reason == "final ended"
-    assert store.latest_system_test(s, store.get_contest(s, "quiet")) is None
-    assert store.start_due_system_tests(s, config) == []  # once
-    with pytest.raises(store.ServiceError) as info:
-        store.system_test_report(s, store.get_contest(s, "quiet"))
+    assert len(started) == 3 and boards.latest_system_test(s, contest).reason == "final ended"
+    assert boards.latest_system_test(s, contests.get_contest(s, "quiet")) is None
+    assert system_tests.start_due_system_tests(s, config) == []  # once
+    with pytest.raises(errors.ServiceError) as info:
+        system_tests.system_test_report(s, contests.get_contest(s, "quiet"))
     assert info.value.status == 404 and "system-test" in info.value.message
 
 
 def test_system_test_judgings_defer_to_live_submissions_and_are_drained_by_one_worker(config):
-    from judge.service.admin import queues_for
+    from judge.commands.server import queues_for
 
-    assert store.live_queue("judge.cpu.systest") == store.live_queue("judge.cpu.rejudge") == (
+    assert queueing.live_queue("judge.cpu.systest") == queueing.live_queue("judge.cpu.rejudge") == (
         "judge.cpu")
     plain = queues_for(config, "judge.cpu", None)
     assert plain == ["judge.cpu", "judge.cpu.rejudge"]
@@ -414,19 +425,19 @@ def test_a_queued_submission_knows_its_place_and_about_how_long(s, config, world
     first, work = submit(s, config, world["alice"])
     second, _ = submit(s, config, world["bob"])
     third, _ = submit(s, config, world["alice"])
-    place = store.queue_place(s, store.latest_judging(third))
+    place = queueing.queue_place(s, submissions.latest_judging(third))
     assert place == {"queue": work.queue, "position": 3, "running": 0, "estimate_s": None}
     # one judged in 4 s by one worker: the third waits for two rounds, then its own
     judging = s.get(JudgingRow, work.judging_id)
     finish_with(s, work.judging_id, "AC", 100.0)
     judging.started_at = judging.finished_at - timedelta(seconds=4)
     s.commit()
-    place = store.queue_place(s, store.latest_judging(third))
+    place = queueing.queue_place(s, submissions.latest_judging(third))
     assert place["position"] == 2 and place["estimate_s"] == 8.0
     # a second worker halves the rounds; a judged one has no place
-    running = store.latest_judging(second)
-    assert store.claim(s, running.id, "worker-b")
+    running = submissions.latest_judging(second)
+    assert claims.claim(s, running.id, "worker-b")
     s.commit()
-    assert store.queue_place(s, store.latest_judging(third)) == {
+    assert queueing.queue_place(s, submissions.latest_judging(third)) == {
         "queue": work.queue, "position": 1, "running": 1, "estimate_s": 4.0}
-    assert store.queue_place(s, store.latest_judging(first)) is None
+    assert queueing.queue_place(s, submissions.latest_judging(first)) is None

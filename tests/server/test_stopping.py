@@ -63,7 +63,7 @@ def judged_before_exit(stack: Stack, database_url: str, sid: int) -> None:
     (read from the database: the API is gone)."""
     from judge.service import db
     from judge.service.models import Submission
-    from judge.service.store import latest_judging
+    from judge.service.submissions import latest_judging
 
     with db.session(database_url) as s:
         judging = latest_judging(s.get(Submission, sid))
@@ -170,7 +170,7 @@ def test_the_systemd_unit_stops_a_worker_warm(stack, tmp_path):
 def test_a_second_signal_stops_cold_and_hands_the_judging_back(stack):
     from judge.service import db
     from judge.service.models import Submission
-    from judge.service.store import latest_judging
+    from judge.service.submissions import latest_judging
 
     stack.serve()
     proc = stack.procs[0]

@@ -542,7 +542,7 @@ def test_a_profile_submissions_page_shows_its_kernels_and_the_report(browser, st
     serves it here, so its judging is finished as one would (tests/server/test_profiles.py runs
     the worker's profile judging itself)."""
     from judge.judging.record import JudgeResult
-    from judge.service import db, store, worker
+    from judge.service import claims, db, worker
     from judge.service.models import JudgingRow
     from judge.settings import Settings
     from judge.verdicts import Verdict
@@ -564,8 +564,8 @@ def test_a_profile_submissions_page_shows_its_kernels_and_the_report(browser, st
     url = f"sqlite:///{stack.tmp}/data/kjudge.db"
     with db.session(url) as s:
         judging = s.query(JudgingRow).filter_by(submission_id=sid).one()
-        token = store.claim(s, judging.id, "gpu-worker")
-        store.finish(s, judging.id, token, JudgeResult("vector_add", language="cuda",
+        token = claims.claim(s, judging.id, "gpu-worker")
+        claims.finish(s, judging.id, token, JudgeResult("vector_add", language="cuda",
                                                        verdict=Verdict.AC, profile={
             "point": "tiny", "tool": "ncu", "report": "profile.ncu-rep", "report_bytes": 5,
             "kernels": [{"Kernel Name": "vector_add_kernel", "Section Name": "Speed Of Light",

@@ -4,7 +4,7 @@ One router per resource, one module each in this folder (submissions.py, problem
 contests.py, boards.py, accounts.py, clarifications.py, rejudges.py, sanctions.py, export.py,
 operations.py, ccs.py): the app includes every module here that has a `router`, so a new
 resource is a new file. What they show of their rows is views.py's; the rules are the service's
-modules (judge/service/store.py and the others), which know nothing of HTTP.
+modules (judge/service/submissions.py, boards.py and the others), which know nothing of HTTP.
 
 Errors are JSON objects {"error": "what is wrong and how to fix it"} with a 4xx status.
 """

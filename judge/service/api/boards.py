@@ -8,9 +8,7 @@ import json
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from judge.service import (
-    store,
-)
+from judge.service import boards, contests, errors
 from judge.service.deps import (
     OptionalUserDep,
     SessionDep,
@@ -26,21 +24,21 @@ def leaderboard(s: SessionDep, contest: str | None = None,
     `contest` every submission's (signed-in users). While a contest is frozen, all but
     organizers get it as it stood at the freeze, with the submissions pending since, and
     their own current results in `me.live`."""
-    chosen = store.get_contest(s, contest) if contest else None
+    chosen = contests.get_contest(s, contest) if contest else None
     if user is None and not (chosen is not None and chosen.public):
-        raise store.ServiceError(401, "sign in to see this board (only public contests' "
+        raise errors.ServiceError(401, "sign in to see this board (only public contests' "
                                       "boards are open to visitors)")
     admin = user is not None and user.is_admin
-    found = store.results(s, chosen, live=admin)
+    found = boards.results(s, chosen, live=admin)
     shown = "frozen" if "frozen_at" in found.board else "live"
     me = None
     if user is not None:
-        key = store.row_key(chosen, user.name, user.team)
-        mine = store.find_row(found.board["rows"], key)
+        key = boards.row_key(chosen, user.name, user.team)
+        mine = boards.find_row(found.board["rows"], key)
         me = {"name": key[1], "team": key[0], "rank": mine["rank"] if mine else None,
               "total": mine["total"] if mine else 0.0}
         if shown == "frozen":
-            now = store.find_row(store.results(s, chosen, live=True).board["rows"], key)
+            now = boards.find_row(boards.results(s, chosen, live=True).board["rows"], key)
             me["live"] = {"total": now["total"] if now else 0.0,
                           "problems": now["problems"] if now else {}}
     head = {"me": me, "shown": shown, "contest": contest}

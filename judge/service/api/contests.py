@@ -13,7 +13,12 @@ from sqlalchemy.orm import Session
 from judge.service import (
     accounts,
     broker,
-    store,
+    catalog,
+    contests,
+    counters,
+    errors,
+    submissions,
+    system_tests,
     windows,
 )
 from judge.service.api.views import (
@@ -86,16 +91,16 @@ class ExtraTimeIn(Body):
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
     for slug in fields.get("problems") or []:
-        store.get_problem(s, slug)
-    store.configure_contest(contest, fields)
+        catalog.get_problem(s, slug)
+    contests.configure_contest(contest, fields)
     windows.refresh(s, contest)  # its times or window moved every participant's end
-    store.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
+    counters.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
 
 
 @router.post("/api/contests", status_code=201)
 def add_contest(body: ContestIn, s: SessionDep, audit_log: AuditDep) -> dict:
     if s.scalar(select(Contest).where(Contest.slug == body.slug)):
-        raise store.ServiceError(409, f"contest {body.slug} exists")
+        raise errors.ServiceError(409, f"contest {body.slug} exists")
     contest = Contest(slug=body.slug)
     fields = body.model_dump(exclude={"slug"}, exclude_none=True)
     _configure(s, contest, dict(fields))
@@ -108,12 +113,12 @@ def add_contest(body: ContestIn, s: SessionDep, audit_log: AuditDep) -> dict:
 def change_contest(slug: str, body: ContestFields, s: SessionDep,
                    audit_log: AuditDep) -> dict:
     """Change the fields sent; a time sent as null is cleared."""
-    contest = store.get_contest(s, slug)
+    contest = contests.get_contest(s, slug)
     sent = body.model_dump(exclude_unset=True)
     clearable = {c.name for c in Contest.__table__.columns if c.nullable}
     for name, value in sent.items():
         if value is None and name not in clearable:
-            raise store.ServiceError(422, f"{name} cannot be cleared")
+            raise errors.ServiceError(422, f"{name} cannot be cleared")
     before = contest_view(contest)
     _configure(s, contest, dict(sent))
     after = contest_view(contest)
@@ -126,8 +131,8 @@ def change_contest(slug: str, body: ContestFields, s: SessionDep,
 @router.post("/api/contests/{slug}/unfreeze")
 def unfreeze_contest(slug: str, s: SessionDep, audit_log: AuditDep) -> dict:
     """Publish the final board now (before its thaw time)."""
-    contest = store.get_contest(s, slug)
-    store.unfreeze(contest)
+    contest = contests.get_contest(s, slug)
+    contests.unfreeze(contest)
     audit_log("contest.unfreeze", slug)
     return contest_view(contest)
 
@@ -137,41 +142,41 @@ def start_system_test(slug: str, s: SessionDep, config: SettingsDep, audit_log: 
                       body: SystemTestIn | None = None) -> dict:
     """Judge every row's counted submissions again on fresh secret seeds now (the server
     starts one by itself when a contest with `system_test` ends); the latest counts."""
-    contest = store.get_contest(s, slug)
+    contest = contests.get_contest(s, slug)
     reason = body.reason if body else ""
-    record, work = store.system_test(s, config, contest, audit_log.admin, reason)
+    record, work = system_tests.system_test(s, config, contest, audit_log.admin, reason)
     audit_log("contest.system_test", slug, reason=record.reason, judgings=len(work))
     s.commit()
     broker.publish(config, work)
-    return store.system_test_report(s, contest)
+    return system_tests.system_test_report(s, contest)
 
 
 @router.get("/api/contests/{slug}/system-test")
 def system_test(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
     """The latest system test: progress, and per board row rank, total and each problem's
     score before and after."""
-    return store.system_test_report(s, store.get_contest(s, slug))
+    return system_tests.system_test_report(s, contests.get_contest(s, slug))
 
 
 @router.get("/api/contests/{slug}/me")
 def my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
     """This user's time in the contest: their window (started or to start), extra time,
     end, and its state (not_started, to_start, running, ended)."""
-    contest = store.get_contest(s, slug)
+    contest = contests.get_contest(s, slug)
     return windows.view(contest, windows.get(s, contest, user), user)
 
 
 @router.post("/api/contests/{slug}/start")
 def start_my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
     """Start this user's window in a contest with per-user windows (once)."""
-    contest = store.get_contest(s, slug)
+    contest = contests.get_contest(s, slug)
     return windows.view(contest, windows.start(s, contest, user), user)
 
 
 @router.get("/api/contests/{slug}/participants")
 def participants(slug: str, s: SessionDep, _admin: AdminDep) -> list[dict]:
     """Everyone with a time of their own: a started window, or extra time."""
-    contest = store.get_contest(s, slug)
+    contest = contests.get_contest(s, slug)
     rows = s.scalars(select(Participation).where(Participation.contest_id == contest.id)
                      .order_by(Participation.user_id))
     return [windows.view(contest, p, p.user) for p in rows]
@@ -181,7 +186,7 @@ def participants(slug: str, s: SessionDep, _admin: AdminDep) -> list[dict]:
 def extra_time(slug: str, name: str, body: ExtraTimeIn, s: SessionDep,
                audit_log: AuditDep) -> dict:
     """A user's extra time in the contest (their end moves past the contest's)."""
-    contest, user = store.get_contest(s, slug), accounts.get_user(s, name)
+    contest, user = contests.get_contest(s, slug), accounts.get_user(s, name)
     p = windows.give_extra(s, contest, user, body.extra_s)
     audit_log("contest.extra_time", f"{slug} {name}", extra_s=body.extra_s)
     return windows.view(contest, p, user)
@@ -191,9 +196,9 @@ def extra_time(slug: str, name: str, body: ExtraTimeIn, s: SessionDep,
 def quota(slug: str, problem: str, s: SessionDep, user: UserDep) -> dict:
     """What this user has left per capped submission mode on this problem of the contest
     (this hour, and in the contest)."""
-    contest = store.get_contest(s, slug)
-    return {"quotas": contest.quotas or {}, "left": store.quota_left(
-        s, user, contest, store.get_problem(s, problem))}
+    contest = contests.get_contest(s, slug)
+    return {"quotas": contest.quotas or {}, "left": submissions.quota_left(
+        s, user, contest, catalog.get_problem(s, problem))}
 
 
 @router.get("/api/contests")

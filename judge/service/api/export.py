@@ -10,12 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 
-from judge.service import (
-    clarifications,
-    dump,
-    sanctions,
-    store,
-)
+from judge.service import clarifications, dump, errors, sanctions, submissions
 from judge.service.deps import (
     AdminDep,
     SessionDep,
@@ -38,7 +33,7 @@ def export(s: SessionDep, admin: AdminDep, format: str = "json"):
     every = list(s.scalars(select(Submission).order_by(Submission.id)))
     held_off = sanctions.affecting(s, every)
     for submission in every:
-        current = store.current_judging(submission)
+        current = submissions.current_judging(submission)
         rows.append({
             "submission": submission.id, "user": submission.user.name,
             "problem": submission.problem.slug, "language": submission.language,
@@ -61,5 +56,5 @@ def export(s: SessionDep, admin: AdminDep, format: str = "json"):
         writer.writerows(rows)
         return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
     if format != "json":
-        raise store.ServiceError(422, "format must be csv, json, clarifications or dump")
+        raise errors.ServiceError(422, "format must be csv, json, clarifications or dump")
     return rows

@@ -10,11 +10,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import func, select
 
-from judge.service import (
-    db,
-    metrics,
-    store,
-)
+from judge.service import db, errors, metrics, queueing
 from judge.service.deps import (
     AdminDep,
     SessionDep,
@@ -34,7 +30,7 @@ def prometheus_metrics(config: SettingsDep,
     only for `Authorization: Bearer <that token>`."""
     wanted = config.metrics_token
     if wanted and not hmac.compare_digest(authorization or "", f"Bearer {wanted}"):
-        raise store.ServiceError(401, "send the metrics token: Authorization: Bearer "
+        raise errors.ServiceError(401, "send the metrics token: Authorization: Bearer "
                                       "<KJUDGE_METRICS_TOKEN>")
     body = metrics.exposition(lambda: db.session(config.database_url))
     return Response(body, media_type=CONTENT_TYPE_LATEST)
@@ -47,7 +43,7 @@ def health() -> dict:
 
 @router.get("/api/queue")
 def queue(s: SessionDep, config: SettingsDep, _admin: AdminDep) -> dict:
-    queues = store.queue_summary(s)
+    queues = queueing.queue_summary(s)
     workers = s.execute(select(JudgingRow.worker, func.max(JudgingRow.heartbeat_at))
                         .where(JudgingRow.worker.is_not(None))
                         .group_by(JudgingRow.worker)).all()

@@ -9,9 +9,7 @@ from sqlalchemy import select
 from judge.languages import get_language
 from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import (
-    store,
-)
+from judge.service import boards, catalog, errors
 from judge.service.api.views import (
     render_markdown,
 )
@@ -31,7 +29,7 @@ router = APIRouter(tags=["problems"])
 @router.get("/api/problems")
 def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
     rows = s.scalars(select(ProblemRow).where(ProblemRow.active).order_by(ProblemRow.slug))
-    stats = store.problem_stats(s, user)
+    stats = boards.problem_stats(s, user)
     return [{"slug": p.slug, "title": p.title, "languages": p.languages,
              "version": p.version, **stats.get(p.slug, {"solvers": 0, "best_score": None})}
             for p in rows]
@@ -39,11 +37,11 @@ def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
 
 @router.get("/api/problems/{slug}")
 def problem(slug: str, s: SessionDep) -> dict:
-    row = store.get_problem(s, slug)
+    row = catalog.get_problem(s, slug)
     try:
         loaded = load_problem(row.path)
     except ProblemError as exc:
-        raise store.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
+        raise errors.ServiceError(503, f"problem {slug} is being fixed: {exc}") from None
     spec = loaded.spec
     templates = {}
     for language in spec.languages:
@@ -70,7 +68,7 @@ def problem(slug: str, s: SessionDep) -> dict:
 
 @router.post("/api/problems/reload")
 def reload_problems(s: SessionDep, config: SettingsDep, audit_log: AuditDep) -> dict:
-    invalid = store.sync_problems(s, config)
+    invalid = catalog.sync_problems(s, config)
     loaded = s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()
     audit_log("problems.reload", "problems", loaded=sorted(loaded),
               invalid=sorted(invalid) or None)

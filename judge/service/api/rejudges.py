@@ -9,11 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 from sqlalchemy import select
 
-from judge.service import (
-    broker,
-    rejudges,
-    store,
-)
+from judge.service import broker, rejudges, reviews
 from judge.service.api.views import (
     rejudge_view,
     review_view,
@@ -56,7 +52,7 @@ def review(s: SessionDep, _admin: AdminDep, limit: int = Query(200, ge=1, le=100
     """Submissions on the review list (a charged forgery, a time under physics, a
     hard-tier KernelGuard hit: `holds`, each with its test point or source line), held off
     the boards until an organizer decides (POST /api/review/{judging_id})."""
-    return [review_view(sub, judging) for sub, judging in store.review_list(s, limit,
+    return [review_view(sub, judging) for sub, judging in reviews.review_list(s, limit,
                                                                             undecided)]
 
 
@@ -64,7 +60,7 @@ def review(s: SessionDep, _admin: AdminDep, limit: int = Query(200, ge=1, le=100
 def decide(judging_id: IdInPath, body: DecisionIn, s: SessionDep,
            audit_log: AuditDep) -> dict:
     """Clear a held result (it counts as judged) or disqualify it (it counts nowhere)."""
-    judging = store.decide(s, audit_log.admin, judging_id, body.decision, body.note)
+    judging = reviews.decide(s, audit_log.admin, judging_id, body.decision, body.note)
     audit_log("review.decide", f"judging {judging_id}", decision=body.decision,
               submission=judging.submission_id, note=body.note or None)
     s.commit()
@@ -75,7 +71,7 @@ def decide(judging_id: IdInPath, body: DecisionIn, s: SessionDep,
 def rejudge(body: RejudgeIn, s: SessionDep, config: SettingsDep,
             audit_log: AuditDep) -> dict:
     filters = body.model_dump(exclude={"reason", "staged"})
-    record, work = store.rejudge(s, audit_log.admin, filters, body.reason, body.staged)
+    record, work = rejudges.rejudge(s, audit_log.admin, filters, body.reason, body.staged)
     audit_log("rejudge", f"rejudge {record.id}", reason=body.reason, judgings=len(work),
               filters=record.filters, staged=body.staged or None)
     s.commit()

@@ -12,11 +12,7 @@ from sqlalchemy import select
 
 from judge.judging import report
 from judge.judging.record import JudgeResult
-from judge.service import (
-    rejudges,
-    sanctions,
-    store,
-)
+from judge.service import catalog, errors, queueing, rejudges, sanctions, submissions
 from judge.service.api.views import (
     highlight_source,
     judging_view,
@@ -54,7 +50,7 @@ class SubmissionIn(Body):
 @router.post("/api/submissions", status_code=202)
 def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
                       user: UserDep, request: Request) -> dict:
-    submission, work = store.submit(s, config, user, body.problem, body.language,
+    submission, work = submissions.submit(s, config, user, body.problem, body.language,
                                     body.source, body.contest, body.mode)
     s.commit()  # stored before it is published: a broker failure loses nothing
     request.app.state.publisher.send([work])
@@ -64,11 +60,11 @@ def create_submission(body: SubmissionIn, s: SessionDep, config: SettingsDep,
 @router.get("/api/submissions/{submission_id}")
 def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
                    highlight: bool = False) -> dict:
-    submission = store.get_submission(s, user, submission_id)
+    submission = submissions.get_submission(s, user, submission_id)
     view = submission_view(submission, user, sanction=sanctions.affecting(
         s, [submission]).get(submission.id))
-    latest = store.latest_judging(submission)
-    view["queue"] = store.queue_place(s, latest) if latest else None
+    latest = submissions.latest_judging(submission)
+    view["queue"] = queueing.queue_place(s, latest) if latest else None
     if highlight:
         view["source_html"] = highlight_source(view["source"], view["language"])
     return view
@@ -78,7 +74,7 @@ def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
 def submission_csv(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
     """The current result per test point, in `kjudge judge --csv`'s schema, made from the
     view the submission's page shows (a contestant's secret points: name and verdict)."""
-    view = submission_view(store.get_submission(s, user, submission_id), user,
+    view = submission_view(submissions.get_submission(s, user, submission_id), user,
                            with_source=False)
     return Response(report.csv_text(JudgeResult.from_dict(view)), media_type="text/csv",
                     headers={"Content-Disposition":
@@ -88,10 +84,10 @@ def submission_csv(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Res
 @router.get("/api/submissions/{submission_id}/profile.ncu-rep")
 def profile_report(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
     """A profile submission's Nsight Compute report (open it in Nsight Compute's UI)."""
-    current = store.current_judging(store.get_submission(s, user, submission_id))
+    current = submissions.current_judging(submissions.get_submission(s, user, submission_id))
     found = s.get(ProfileReport, current.id) if current is not None else None
     if found is None:
-        raise store.ServiceError(404, f"submission {submission_id} has no profile report "
+        raise errors.ServiceError(404, f"submission {submission_id} has no profile report "
                                       "(only a profile submission has one, once judged)")
     return Response(found.data, media_type="application/octet-stream", headers={
         "Content-Disposition": f'attachment; filename="submission-{submission_id}.ncu-rep"'})
@@ -102,13 +98,13 @@ def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,
                      verdict: str | None = None, user_name: Annotated[
                          str | None, Query(alias="user")] = None,
                      limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
-    query = store.with_results(select(Submission)).order_by(Submission.id.desc())
+    query = submissions.with_results(select(Submission)).order_by(Submission.id.desc())
     if not user.is_admin:
-        query = query.where(store.readable_by(user))
+        query = query.where(submissions.readable_by(user))
     elif user_name:
         query = query.join(User).where(User.name == user_name)
     if problem:
-        query = query.where(Submission.problem_id == store.get_problem(s, problem).id)
+        query = query.where(Submission.problem_id == catalog.get_problem(s, problem).id)
     found = list(s.scalars(query).unique())
     held_off = sanctions.affecting(s, found)
     rows = [submission_view(x, user, with_source=False, sanction=held_off.get(x.id))
@@ -122,7 +118,7 @@ def list_submissions(s: SessionDep, user: UserDep, problem: str | None = None,
 def judgings(submission_id: IdInPath, s: SessionDep, user: UserDep) -> list[dict]:
     """Its judgings, oldest first, with their rejudges' reasons; a staged rejudge's (not
     applied) only for organizers, marked `valid: false`."""
-    submission = store.get_submission(s, user, submission_id)
+    submission = submissions.get_submission(s, user, submission_id)
     shown = [j for j in submission.judgings if j.valid or user.is_admin]
     reasons = {r.id: r for r in s.scalars(select(Rejudge).where(
         Rejudge.id.in_([j.rejudge_id for j in shown if j.rejudge_id])))}

@@ -8,8 +8,9 @@ from sqlalchemy.orm import Session, object_session
 
 from judge.judging.guard import GuardReport
 from judge.languages import get_language
-from judge.service import contests, rejudges, sanctions, store
+from judge.service import contests, rejudges, reviews, sanctions, submissions
 from judge.service.models import Contest, JudgingRow, Rejudge, Sanction, Submission, User
+from judge.service.times import aware
 from judge.verdicts import State
 
 
@@ -66,8 +67,8 @@ def judging_view(judging: JudgingRow | None, show_secret: bool, admin: bool) -> 
 def submission_view(submission: Submission, user: User, with_source: bool = True,
                     sanction: Sanction | None = None) -> dict:
     """`sanction`: the one in force that keeps it off the boards (`sanctions.affecting`)."""
-    current = store.current_judging(submission)
-    latest = store.latest_judging(submission)
+    current = submissions.current_judging(submission)
+    latest = submissions.latest_judging(submission)
     view = {
         "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
         "language": submission.language, "mode": submission.mode,
@@ -78,7 +79,7 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     view.update(judging_view(current, show_secret=user.is_admin, admin=user.is_admin))
     view["language"] = submission.language  # the submission's own, whatever a record says
     # off the boards until an organizer decides (a contest may count flagged results)
-    view["held"] = current is not None and store.held(object_session(submission), current)
+    view["held"] = current is not None and reviews.held(object_session(submission), current)
     view["state"] = latest.state if latest else State.QUEUED.value
     view["sanction"] = sanctions.brief(sanction) if sanction else None
     if with_source:
@@ -103,16 +104,16 @@ def rejudge_view(s: Session, record: Rejudge) -> dict:
     return {"id": record.id, "reason": record.reason, "filters": record.filters,
             "kind": record.kind, "state": rejudges.state_of(record),
             "created_at": record.created_at, "settled_at": record.settled_at,
-            **store.rejudge_progress(s, record.id)}
+            **rejudges.rejudge_progress(s, record.id)}
 
 
 def contest_view(contest: Contest) -> dict:
     """Times with their offset (UTC): a page's clock reads a time without one as local."""
-    times = {name: store.aware(getattr(contest, name))
-             for name in (*store.CONTEST_TIMES, "unfrozen_at")}
+    times = {name: aware(getattr(contest, name))
+             for name in (*contests.CONTEST_TIMES, "unfrozen_at")}
     return {"slug": contest.slug, "title": contest.title, "problems": contest.problems,
             "languages": contest.languages, "device": contest.device, "public": contest.public,
             "teams": contest.teams, "hold_flagged": contest.hold_flagged,
             "quotas": contest.quotas, "window_s": contest.window_s, "profile": contest.profile,
             "system_test": contest.system_test, **times,
-            "frozen": store.contest_frozen(contest), "state": contests.contest_state(contest)}
+            "frozen": contests.contest_frozen(contest), "state": contests.contest_state(contest)}

@@ -1,4 +1,4 @@
-"""Server-side commands of `kjudge`, run on the server's host: serve, worker, db, user."""
+"""Server-side commands of `kjudge`, run on the server's host: serve, worker, db, user, contest."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from judge.service.client import EXIT_OK, CommandError
+from judge.commands.client import EXIT_OK, CommandError
 
 
 def worker_argv(queues: list[str], concurrency: int, name: str) -> list[str]:
@@ -33,7 +33,7 @@ def queues_for(config, queue: str | None, device: str | None,
 
         kind, _, model = queue_device(detect(device)).partition(".")
         queue = config.queue_for(kind, model)
-    from judge.service.store import REJUDGE_QUEUE, SYSTEM_TEST_QUEUE
+    from judge.service.queueing import REJUDGE_QUEUE, SYSTEM_TEST_QUEUE
 
     return [queue, queue + REJUDGE_QUEUE] + ([queue + SYSTEM_TEST_QUEUE] if system_tests else [])
 
@@ -87,12 +87,12 @@ def cmd_db_import(args: argparse.Namespace) -> int:
 
 def _prepare(config) -> None:
     """Migrations, problems, and a first admin on an empty database."""
-    from judge.service import accounts, db, store
+    from judge.service import accounts, catalog, db
     from judge.service.models import User
 
     db.upgrade(config.database_url)
     with db.session(config.database_url) as s:
-        invalid = store.sync_problems(s, config)
+        invalid = catalog.sync_problems(s, config)
         for slug, issues in invalid.items():
             print(f"problem {slug} not loaded:\n  " + "\n  ".join(issues), file=sys.stderr)
         if s.query(User).count() == 0:
@@ -279,7 +279,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def _accounts(action):
     """Run `action(session)` on the server's database, its refusals as the command's error."""
-    from judge.service import db, store
+    from judge.service import db, errors
     from judge.settings import settings
 
     config = settings()
@@ -287,7 +287,7 @@ def _accounts(action):
     try:
         with db.session(config.database_url) as s:
             return action(s)
-    except store.ServiceError as exc:
+    except errors.ServiceError as exc:
         raise CommandError(exc.message) from None
 
 
@@ -308,7 +308,7 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_user_import(args: argparse.Namespace) -> int:
-    from judge.service import accounts, audit, store
+    from judge.service import accounts, audit, errors
 
     try:
         text = Path(args.file).read_text(encoding="utf-8")
@@ -320,7 +320,7 @@ def cmd_user_import(args: argparse.Namespace) -> int:
     def run_import(s):
         try:
             rows = accounts.parse_users_csv(text)
-        except store.ServiceError as exc:
+        except errors.ServiceError as exc:
             raise CommandError(f"{args.file}: {exc.message}") from None
         created = accounts.import_users(s, rows, args.skip_existing)
         audit.record(s, None, "user.import", f"{len(created)} users",
@@ -351,10 +351,10 @@ def cmd_user_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
-    from judge.service import audit, store
+    from judge.service import audit, contests
 
     def unfreeze(s) -> None:
-        store.unfreeze(store.get_contest(s, args.slug))
+        contests.unfreeze(contests.get_contest(s, args.slug))
         audit.record(s, None, "contest.unfreeze", args.slug)
 
     _accounts(unfreeze)
