@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 GROUPS = {
@@ -172,37 +171,13 @@ class Settings:
             object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
 
     @property
-    def queue_device(self) -> str:
-        """The device part of the queue of submissions outside a contest (`auto` resolved)."""
-        return _auto_queue_device() if self.default_device == "auto" else self.default_device
-
-    @property
     def hard_time_limit_s(self) -> int:
         return self.soft_time_limit_s + 60
-
-    def sandbox_config(self):
-        """What the sandbox backends are built from (sandbox/base.py SandboxConfig)."""
-        from sandbox import SandboxConfig
-
-        return SandboxConfig(
-            docker_image=self.docker_image, docker_python=self.docker_python,
-            docker_host_python=self.docker_host_python, docker_cpus=self.docker_cpus,
-            owner=self.sandbox_owner,
-            system_paths=tuple(p for p in self.sandbox_paths.split(":") if p))
 
     def queue_for(self, device_kind: str, model: str = "", rejudge: bool = False) -> str:
         """judge.cpu, judge.cuda.h100-sxm, …; rejudges go to the `.rejudge` twin of the queue."""
         name = f"{self.queue_prefix}.{device_kind}" + (f".{model}" if model else "")
         return name + (".rejudge" if rejudge else "")
-
-
-@cache
-def _auto_queue_device() -> str:
-    """This host's queue device, detected once per process by a child process (no parent that
-    forks workers initialises CUDA)."""
-    from judge.host.device import detect, queue_device
-
-    return queue_device(detect())
 
 
 def settings() -> Settings:

@@ -141,9 +141,9 @@ import json, os
 from judge.service import worker  # what a worker process imports (judge.service.worker.main)
 from judge.commands.server import queues_for
 from judge.settings import settings
-from judge.host.device import detect
+from judge.host.device import default_queue_device, detect
 cuda = detect("cuda")
-print(json.dumps({"pid": os.getpid(), "default": settings().queue_device,
+print(json.dumps({"pid": os.getpid(), "default": default_queue_device(settings()),
                   "queues": queues_for(settings(), None, None), "uuid": cuda.uuid,
                   "queue": worker.worker_app(settings()).conf.task_default_queue}))
 """

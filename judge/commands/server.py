@@ -40,7 +40,10 @@ def queues_for(config, queue: str | None, device: str | None,
 
 def embedded_device(config) -> str:
     """The embedded worker judges what submissions outside contests are routed to."""
-    return "cpu" if config.queue_device == "cpu" else config.queue_device.split(".")[0]
+    from judge.host.device import default_queue_device
+
+    device = default_queue_device(config)
+    return "cpu" if device == "cpu" else device.split(".")[0]
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -119,19 +122,20 @@ def require_isolation(insecure: bool) -> None:
     """Workers run untrusted code: one starts only with a sandbox that hides the host from it,
     unless told `--insecure` (then the `process` backend, which still keeps the run out of the
     host's other processes and off the network, and flags every judging)."""
+    from judge.host.sandbox import sandbox_config
     from judge.settings import settings
     from sandbox import BACKENDS, ISOLATED, NO_ISOLATION
 
     config = settings()
-    name, sandbox_config = config.sandbox, config.sandbox_config()
-    if name == "auto" and not any(BACKENDS[n].available(sandbox_config) for n in ISOLATED):
+    name, built_from = config.sandbox, sandbox_config(config)
+    if name == "auto" and not any(BACKENDS[n].available(built_from) for n in ISOLATED):
         if not insecure:
             raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure")
         name = os.environ["KJUDGE_SANDBOX"] = "process"
     if name == "process" and not insecure:
         raise SystemExit("kjudge: KJUDGE_SANDBOX=process does not isolate submissions from the "
                          "host's files: start with --insecure to judge with it anyway")
-    if name in BACKENDS and not BACKENDS[name].available(sandbox_config):
+    if name in BACKENDS and not BACKENDS[name].available(built_from):
         raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available here")
 
 

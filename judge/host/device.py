@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from judge.settings import settings
+from judge.settings import Settings, settings
 
 
 @dataclass(frozen=True)
@@ -280,3 +280,16 @@ def detect(requested: str | None = None) -> DeviceInfo:
     if kind == "maca":
         return _detect_maca(int(index or 0))
     raise DeviceUnavailable(f"unknown device {requested!r}; use cpu, cuda or cuda:N")
+
+
+def default_queue_device(config: Settings) -> str:
+    """The device part of the queue of submissions outside a contest (cpu, cuda.h100, …):
+    the `default_device` setting, `auto` resolved to this host's."""
+    return _auto_queue_device() if config.default_device == "auto" else config.default_device
+
+
+@cache
+def _auto_queue_device() -> str:
+    """This host's queue device, detected once per process by a child process (no parent that
+    forks workers initialises CUDA)."""
+    return queue_device(detect())

@@ -5,18 +5,27 @@ that works here."""
 from __future__ import annotations
 
 from judge.host.device import DeviceInfo, device_nodes
-from judge.settings import settings
-from sandbox import NoSandbox, Sandbox, get_sandbox
+from judge.settings import Settings, settings
+from sandbox import NoSandbox, Sandbox, SandboxConfig, get_sandbox
 from sandbox.cgroup import Cgroup
 from sandbox.command import CommandSandbox
 from sandbox.trusted import TrustedSandbox
+
+
+def sandbox_config(config: Settings) -> SandboxConfig:
+    """What the sandbox backends are built from (sandbox/base.py SandboxConfig)."""
+    return SandboxConfig(
+        docker_image=config.docker_image, docker_python=config.docker_python,
+        docker_host_python=config.docker_host_python, docker_cpus=config.docker_cpus,
+        owner=config.sandbox_owner,
+        system_paths=tuple(p for p in config.sandbox_paths.split(":") if p))
 
 
 def sandbox_for(device: DeviceInfo, name: str | None = None) -> Sandbox:
     """The backend `name` (default: the `sandbox` setting; `auto` picks docker when an image is
     set, else bwrap) with the device nodes and GPU of `device`."""
     config = settings()
-    return get_sandbox(name or config.sandbox, config.sandbox_config(),
+    return get_sandbox(name or config.sandbox, sandbox_config(config),
                        devices=device_nodes(device), gpu_uuid=device.uuid)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from judge.harness.protocol import DTYPES
-from judge.problem.schema import Arg
+from judge.signature import Arg
 
 # the 16 codes of fp4 e2m1 (OCP MX v1.0): sign, two exponent bits, one mantissa bit
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,

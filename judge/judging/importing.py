@@ -23,6 +23,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from judge.host.device import detect
+from judge.host.sandbox import sandbox_for
+from judge.problem.importers import convert, folder_names
+from judge.problem.importers.draft import ImportFailure, write
+from judge.problem.schema import ProblemError, load_problem
+from judge.verdicts import Verdict
+
 STAGING = ".importing"  # beside the problems: where a folder is written and checked first
 IMPORT_TIMEOUT_S = 600  # one problem: convert, write, the reference and the baseline's judging
 STATUSES = ("imported", "draft", "skipped", "refused")
@@ -56,9 +63,6 @@ class ImportRequest:
 
 def import_one(request: ImportRequest, source: Path) -> ImportOutcome:
     """Convert, write, validate and check one source, in this process."""
-    from judge.problem.importers import convert
-    from judge.problem.importers.draft import ImportFailure, write
-
     start = time.monotonic()
     if request.out and (skipped := _skipped(request, source, request.out)):
         return skipped
@@ -118,8 +122,6 @@ def _remove_if_empty(folder: Path) -> None:
 def _problems(path: Path, request: ImportRequest) -> str:
     """What stops the folder from being a problem: '' when it validates and, checked, its
     reference runs and its baseline is accepted on every CPU test point."""
-    from judge.problem.schema import ProblemError, load_problem
-
     try:
         problem = load_problem(path)
     except ProblemError as exc:
@@ -132,11 +134,8 @@ def _problems(path: Path, request: ImportRequest) -> str:
 
 
 def _baseline_failure(problem, sandbox_name: str | None) -> str:
-    from judge.host.device import detect
-    from judge.host.sandbox import sandbox_for
     from judge.judging.reference import ProblemRuntimeError, Reference
     from judge.judging.selftest import run_self_tests
-    from judge.verdicts import Verdict
 
     device = detect("cpu")
     try:
@@ -202,8 +201,6 @@ def import_many(request: ImportRequest, sources: list[Path], jobs: int | None = 
                 timeout_s: float = IMPORT_TIMEOUT_S) -> Iterator[ImportOutcome]:
     """Each of `sources` (what the format's `discover` found), `jobs` at a time, each in its
     own process: outcomes in the order they finish."""
-    from judge.problem.importers import folder_names
-
     names = folder_names(request.fmt, sources)
     jobs = jobs or max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(jobs) as pool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from judge.host.device import DeviceInfo
 from judge.judging.admission import Admission, SubmissionRejected
 from judge.judging.pipeline import JudgeOptions, JudgingRun, NotRunnable, judge_source
+from judge.judging.reference import ProblemRuntimeError, Reference
 from judge.judging.rules import check_rules
 from judge.judging.warm import SlotPool, startup_env
 from judge.languages import UnknownLanguage, get_language, infer_language
@@ -140,8 +141,6 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
 def _medians(problem: Problem) -> tuple[dict[str, float], bool]:
     """Each output's median on the first sample point, where every output can be filled, and
     whether every output there is one value throughout."""
-    from judge.judging.reference import ProblemRuntimeError, Reference
-
     if any(a.dtype not in FILLABLE for a in problem.outputs):
         return {}, False
     test = next((t for t in problem.tests_for("cpu") if t.sample), problem.tests_for("cpu")[0])

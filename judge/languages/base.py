@@ -21,15 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from judge import signature
 from judge.host.device import DeviceInfo
-from judge.problem import signature
 from judge.settings import settings
+from judge.signature import Arg
 from sandbox import Mount, Sandbox, SandboxLimits
-
-if TYPE_CHECKING:
-    from judge.problem.schema import Arg
 
 BUILD_DIR = "/kj/build"
 MAX_LOG = 16 * 1024

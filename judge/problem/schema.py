@@ -12,16 +12,17 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from checkers import BUILTIN_CHECKERS
-from judge.harness.protocol import DTYPES, SCALAR_DTYPES, TENSOR_DTYPES
+from judge.harness.protocol import DTYPES
 from judge.host.device import DEVICE_KINDS
 from judge.languages import LANGUAGES as REGISTRY
 from judge.problem import exprs
+from judge.signature import Arg, Identifier, Strict
 from judge.verdicts import Verdict
 
 PROBLEM_FILE = "problem.yaml"
@@ -29,61 +30,15 @@ TODO_MARKER = "KJUDGE-TODO"
 LANGUAGES = tuple(REGISTRY)
 DEVICES = DEVICE_KINDS
 
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Scale(_Strict):
-    """A block-scaled tensor's scales: the tensor `by` holds one scale per block of `block`
-    values (one size per dimension, in values: a packed fp4 byte holds two); the number a value
-    stands for is value x its block's scale. A scaled output is checked through that product."""
-
-    by: Identifier
-    block: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
-
-
-class Arg(_Strict):
-    """One argument of run_kernel, in call order."""
-
-    name: Identifier
-    role: Literal["input", "output", "scalar"]
-    dtype: str
-    shape: list[int | str] | None = None
-    value: int | float | str | None = None  # scalars: expression over params (default: same name)
-    scale: Scale | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Arg:
-        if self.role == "scalar":
-            if self.dtype not in SCALAR_DTYPES:
-                raise ValueError(f"scalar dtype must be one of {', '.join(SCALAR_DTYPES)}")
-            if self.shape is not None:
-                raise ValueError("a scalar has no shape: remove `shape`")
-        else:
-            if self.dtype not in TENSOR_DTYPES:
-                raise ValueError(f"tensor dtype must be one of {', '.join(TENSOR_DTYPES)}")
-            if self.shape is None:
-                raise ValueError("a tensor needs `shape`, a list of sizes or expressions")
-            if self.value is not None:
-                raise ValueError("only scalars take `value`")
-            if self.scale and len(self.scale.block) != len(self.shape):
-                raise ValueError(f"`scale.block` needs one size per dimension of `shape` "
-                                 f"({len(self.shape)})")
-        if self.role == "scalar" and self.scale:
-            raise ValueError("a scalar has no `scale`")
-        return self
-
-
-class Tolerance(_Strict):
+class Tolerance(Strict):
     rtol: float = Field(1e-5, ge=0)
     atol: float = Field(1e-8, ge=0)
     matched_ratio: float = Field(0.99, gt=0, le=1)
 
 
-class Limits(_Strict):
+class Limits(Strict):
     compile_s: float = Field(60, gt=0)
     run_s: float = Field(10, gt=0, description="wall time for one call of run_kernel")
     memory_mb: int = Field(4096, gt=0)
@@ -93,19 +48,19 @@ class Limits(_Strict):
     source_kb: int = Field(256, gt=0)
 
 
-class Metrics(_Strict):
+class Metrics(Strict):
     bytes: int | str | None = None
     flops: int | str | None = None
     # the arithmetic the flops run in: picks the device peak for the "fraction of peak" figure
     precision: Literal["fp16", "bf16", "fp8", "int8", "tf32", "fp32", "fp64"] = "fp16"
 
 
-class Scoring(_Strict):
+class Scoring(Strict):
     aggregate: Literal["total_time", "geomean"] = "total_time"
     score: str = "100 * speedup"
 
 
-class Timing(_Strict):
+class Timing(Strict):
     warmup_s: float = Field(0.05, ge=0)
     min_reps: int = Field(5, ge=3)
     max_reps: int = Field(50, ge=3)
@@ -126,7 +81,7 @@ class Timing(_Strict):
         return self
 
 
-class TestSpec(_Strict):
+class TestSpec(Strict):
     name: str
     params: dict[Identifier, int | float | bool | str] = {}
     matrix: dict[Identifier, list[int | float | bool | str]] = {}
@@ -135,7 +90,7 @@ class TestSpec(_Strict):
     devices: list[Literal[DEVICES]] = list(DEVICES)  # type: ignore[valid-type]
 
 
-class Rule(_Strict):
+class Rule(Strict):
     id: Identifier
     message: str
     languages: list[Literal[LANGUAGES]] = list(LANGUAGES)  # type: ignore[valid-type]
@@ -161,7 +116,7 @@ class Rule(_Strict):
         return self
 
 
-class ProblemSpec(_Strict):
+class ProblemSpec(Strict):
     title: str
     languages: list[Literal[LANGUAGES]]  # type: ignore[valid-type]
     signature: list[Arg]

@@ -16,6 +16,7 @@ from functools import cache
 from celery import Celery
 from sqlalchemy import select
 
+from judge.host.device import default_queue_device
 from judge.service import db, queueing, system_tests
 from judge.service.models import JudgingRow
 from judge.settings import Settings
@@ -56,7 +57,7 @@ def celery_app(config: Settings) -> Celery:
     """The app for these settings (one per process and settings; built on first use, never at
     import)."""
     return _make_app(config.broker_url, config.hard_time_limit_s, config.soft_time_limit_s,
-                    config.queue_for(config.queue_device))
+                    config.queue_for(default_queue_device(config)))
 
 
 def publish(config: Settings, work: list[queueing.Enqueue]) -> list[int]:

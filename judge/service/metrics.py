@@ -27,6 +27,7 @@ from prometheus_client.core import (
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from judge.service import queueing
 from judge.service.models import Counter, JudgingRow
 from judge.verdicts import State
 
@@ -100,8 +101,6 @@ class DatabaseCollector:
 
 
 def _queues(s: Session) -> Iterator:
-    from judge.service import queueing
-
     depth = GaugeMetricFamily("kjudge_queue_depth", "judgings waiting or running, per queue",
                               labels=["queue", "state"])
     oldest = GaugeMetricFamily("kjudge_queue_oldest_waiting_seconds", "age of the oldest "

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 import judge
+from judge.host.device import default_queue_device
 from judge.judging.record import JudgeResult
 from judge.service.counters import results_changed
 from judge.service.models import (
@@ -43,7 +44,7 @@ class Enqueue:
 
 def queue_device(settings: Settings, contest: Contest | None) -> str:
     """The device a submission is judged on: its contest's, else the settings' (cuda.h100, …)."""
-    return contest.device if contest else settings.queue_device
+    return contest.device if contest else default_queue_device(settings)
 
 
 def queue_of(settings: Settings, device: str) -> str:

@@ -30,13 +30,19 @@ from celery.signals import (
 from sqlalchemy.exc import DBAPIError
 
 from judge.host import processes
+from judge.host.device import DeviceUnavailable, detect
+from judge.host.sandbox import sandbox_config, sandbox_for
 from judge.judging import profiling
+from judge.judging.admission import SubmissionRejected
 from judge.judging.record import JudgeResult
+from judge.judging.warm import SlotPool, startup_env
+from judge.problem.schema import ProblemError, load_problem
 from judge.service import claims, db, metrics, queueing, times
 from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow, ProfileReport
 from judge.settings import Settings, settings
 from judge.verdicts import PROFILE, TEST, State
+from sandbox.docker import DockerSandbox, remove_leftovers
 
 log = logging.getLogger("kjudge.worker")
 
@@ -60,10 +66,9 @@ def main(argv: list[str] | None = None) -> None:
 @worker_init.connect
 def _remove_leftover_containers(**_kwargs) -> None:
     """A worker that died mid-judging may have left containers: remove them before starting."""
-    from sandbox.docker import DockerSandbox, remove_leftovers
 
     config = settings()
-    if config.sandbox in ("auto", "docker") and DockerSandbox.available(config.sandbox_config()):
+    if config.sandbox in ("auto", "docker") and DockerSandbox.available(sandbox_config(config)):
         owner = config.sandbox_owner
         if not owner:
             return
@@ -220,10 +225,7 @@ def run_judging(config: Settings, judging_id: int,
                 token: str) -> tuple[JudgeResult, bytes | None]:
     """Judge with the same pipeline as `kjudge judge`; the record to store, and a profile
     judging's report file."""
-    from judge.host.device import DeviceUnavailable
-    from judge.judging.admission import SubmissionRejected
     from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
-    from judge.problem.schema import ProblemError, load_problem
 
     with db.session(config.database_url) as s:
         judging = s.get(JudgingRow, judging_id)
@@ -287,9 +289,6 @@ def worker_pool():
     started ahead: judge/judging/warm.py), made at the first judging or when the worker starts."""
     import atexit
 
-    from judge.host.device import detect
-    from judge.host.sandbox import sandbox_for
-    from judge.judging.warm import SlotPool, startup_env
 
     device = detect(settings().worker_device or None)
     sandbox = sandbox_for(device)

@@ -12,12 +12,12 @@ import pkgutil
 from collections import Counter
 from pathlib import Path
 
+from judge.problem.importers.draft import ImportFailure, slug_of, write
+
 FORMATS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "draft"))
 
 
 def _format(fmt: str):
-    from judge.problem.importers.draft import ImportFailure
-
     if fmt not in FORMATS:
         raise ImportFailure(fmt, "--from", "unknown format", f"use one of {', '.join(FORMATS)}")
     return importlib.import_module(f"{__name__}.{fmt}")
@@ -25,8 +25,6 @@ def _format(fmt: str):
 
 def convert(fmt: str, source: Path):
     """The Draft of one problem's source."""
-    from judge.problem.importers.draft import ImportFailure
-
     module = _format(fmt)
     if not source.exists():
         raise ImportFailure(str(source), "", "not found")
@@ -35,8 +33,6 @@ def convert(fmt: str, source: Path):
 
 def discover(fmt: str, source: Path) -> list[Path]:
     """The problems `source` holds: itself when it is one, else every one found under it."""
-    from judge.problem.importers.draft import ImportFailure
-
     module = _format(fmt)
     if not source.exists():
         raise ImportFailure(str(source), "", "not found")
@@ -46,8 +42,6 @@ def discover(fmt: str, source: Path) -> list[Path]:
 def folder_names(fmt: str, sources: list[Path]) -> dict[Path, str]:
     """Each source's folder name, known before it is converted: its slug, or where two slugs
     collide (pmpp/conv2d_py and pmpp_v2/conv2d_py) the parent folder's name joined to it."""
-    from judge.problem.importers.draft import slug_of
-
     module = _format(fmt)
     slugs = {s: module.slug_for(s) for s in sources}
     counts = Counter(slugs.values())
@@ -58,7 +52,5 @@ def folder_names(fmt: str, sources: list[Path]) -> dict[Path, str]:
 def import_problem(fmt: str, source: Path, out: Path | None, root: Path):
     """Convert `source` and write the folder (`out`, else root/<slug>), unchecked:
     (path, Draft)."""
-    from judge.problem.importers.draft import write
-
     draft = convert(fmt, source)
     return write(draft, out or root / draft.slug), draft

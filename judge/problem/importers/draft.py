@@ -23,6 +23,7 @@ import yaml
 from judge.harness.protocol import DTYPES, SCALAR_DTYPES
 from judge.languages import get_language
 from judge.problem.schema import TODO_MARKER
+from judge.signature import Arg
 
 LANGUAGES = ("cuda", "triton", "tilelang", "torch")  # torch: the baseline's own language
 SLUG_CHARS = re.compile(r"[^a-z0-9_]+")
@@ -187,8 +188,6 @@ def c_headers(signature: list[dict]) -> list[str]:
 
 def starter(language: str, signature: list[dict]) -> str:
     """A starter that compiles and loads but computes nothing (the contestant's to write)."""
-    from judge.problem.schema import Arg
-
     args = [Arg.model_validate(a) for a in signature]
     declaration = get_language(language).declaration(args)
     if language == "cuda":
@@ -211,8 +210,6 @@ def statement(draft: Draft) -> str:
         shape = f" `[{', '.join(str(s) for s in a['shape'])}]`" if "shape" in a else ""
         lines.append(f"- `{a['name']}`: {a['role']} {a['dtype']}{shape}")
     for name in ("cuda", "triton"):
-        from judge.problem.schema import Arg
-
         args = [Arg.model_validate(a) for a in draft.signature]
         lines += ["", f"{name}: `{get_language(name).declaration(args)}`"]
     lines += ["", "## Checking", "", draft.tolerance_note]

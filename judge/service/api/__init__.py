@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judge import web
 from judge.service import broker, db, metrics
 from judge.service.errors import ServiceError
 from judge.settings import Settings, settings
@@ -175,8 +176,6 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
 
     for resource in resources():
         app.include_router(resource.router)
-    from judge import web
-
     web.mount(app)
     return app
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy import select
 
+from judge import signature
 from judge.languages import get_language
-from judge.problem import signature
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import boards, catalog, errors
 from judge.service.api.views import (

@@ -1,0 +1,109 @@
+"""The tree's rooms and their imports: no import circle among the judge's own modules (counting
+imports inside functions and under TYPE_CHECKING: a circle hidden that way is still one), and
+imports of the judge's own modules inside functions only where they keep a heavy import off a
+path that does not need it."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("judge", "sandbox", "checkers")
+# modules that import the judge's own modules inside functions, and why
+LAZY = {
+    "judge.commands.local": "`kjudge`'s client commands start without the judging's imports",
+    "judge.commands.server": "the server's commands import the service (SQLAlchemy, FastAPI) "
+                             "only when run",
+    "judge.commands.client": "`kjudge status` starts in a fraction of the record's imports",
+    "judge.judging.importing": "the reference and the self-tests import torch",
+    "judge.service.worker": "a worker's parent process never imports torch (the pipeline)",
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(modules: dict[str, Path]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Each module's imports of the others (all of them), and those made inside functions."""
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    every, inside = defaultdict(set), defaultdict(set)
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        in_functions = {id(node) for f in ast.walk(tree)
+                        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for node in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = owner(name)
+                if target and target != module and not module.startswith(target + "."):
+                    every[module].add(target)
+                    if id(node) in in_functions:
+                        inside[module].add(target)
+    return every, inside
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    every, _ = _imports(_modules())
+    assert _circles(every) == []
+
+
+def test_the_circle_finder_finds_one():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_imports_inside_functions_only_where_they_keep_a_heavy_one_off():
+    _, inside = _imports(_modules())
+    assert sorted(set(inside) - set(LAZY)) == [], (
+        "import these at the top (or say in LAZY why they must wait): "
+        + ", ".join(f"{m} -> {sorted(inside[m])}" for m in sorted(set(inside) - set(LAZY))))
