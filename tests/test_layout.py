@@ -63,34 +63,21 @@ def _imports(modules: dict[str, Path]) -> tuple[dict[str, set[str]], dict[str, s
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    """The groups of modules that reach each other through their imports."""
+    reach = {v: _reachable(graph, v) for v in graph}
+    cyclic = {v for v in graph if v in reach[v]}
+    groups = {frozenset(w for w in cyclic if w in reach[v] and v in reach[w]) for v in cyclic}
+    return sorted(sorted(group) for group in groups)
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
 
-    for v in list(graph):
-        if v not in index:
-            visit(v)
-    return found
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), list(graph.get(start, ()))
+    while todo:
+        v = todo.pop()
+        if v not in seen:
+            seen.add(v)
+            todo.extend(graph.get(v, ()))
+    return seen
 
 
 def test_no_import_circle():

@@ -98,34 +98,49 @@ def _matches(name: str, forbidden: Sequence[str]) -> bool:
 
 
 def _ast_hit(tree: ast.Module, rule: Rule) -> int | None:
+    """The first line the rule forbids: an import, a PyTorch call outside the allow-list or a
+    look behind it, a forbidden call or method."""
     aliases: dict[str, str] = {}
-    hits: list[int] = []
+    hits = _import_hits(tree, rule.forbid_imports, aliases)
+    if rule.allow_torch is not None:
+        hits.extend(_not_allowed(tree, rule.allow_torch, aliases))
+        hits.extend(_introspection(tree))
+    if rule.forbid_calls:
+        hits.extend(_call_hits(tree, rule.forbid_calls, aliases))
+    return min(hits) if hits else None
+
+
+def _import_hits(tree: ast.Module, forbidden: Sequence[str], aliases: dict[str, str]) -> list[int]:
+    """Lines importing what is forbidden; `aliases` learns every name an import binds."""
+    hits = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 aliases[(alias.asname or alias.name).split(".")[0]] = (
                     alias.name if alias.asname else alias.name.split(".")[0])
-                if _matches(alias.name, rule.forbid_imports):
+                if _matches(alias.name, forbidden):
                     hits.append(node.lineno)
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
                 aliases[alias.asname or alias.name] = full
-                if _matches(node.module, rule.forbid_imports) or _matches(
-                        full, rule.forbid_imports):
+                if _matches(node.module, forbidden) or _matches(full, forbidden):
                     hits.append(node.lineno)
-    if rule.allow_torch is not None:
-        hits.extend(_not_allowed(tree, rule.allow_torch, aliases))
-        hits.extend(_introspection(tree))
+    return hits
+
+
+def _call_hits(tree: ast.Module, forbidden: Sequence[str], aliases: dict[str, str]) -> list[int]:
+    """Lines calling a forbidden function (aliases resolved) or method (`.name`)."""
+    methods = [f for f in forbidden if f.startswith(".")]
+    functions = [f for f in forbidden if not f.startswith(".")]
+    hits = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and rule.forbid_calls:
+        if isinstance(node, ast.Call):
             name = _dotted(node.func, aliases)
-            methods = [f for f in rule.forbid_calls if f.startswith(".")]
-            if (name and _matches(name, [f for f in rule.forbid_calls if not f.startswith(".")])
-                    or isinstance(node.func, ast.Attribute)
-                    and f".{node.func.attr}" in methods):
+            if (name and _matches(name, functions)
+                    or isinstance(node.func, ast.Attribute) and f".{node.func.attr}" in methods):
                 hits.append(node.lineno)
-    return min(hits) if hits else None
+    return hits
 
 
 def _not_allowed(tree: ast.Module, allowed: Sequence[str], aliases: dict[str, str]) -> list[int]:

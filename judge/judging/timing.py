@@ -577,21 +577,64 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     timed first, from the same times: scoring.point_weight) so is the time cap
     (scoring.point_time_cap; a point it stops has CAPPED_MIN_ROUNDS rounds at least; the
     problem's max_s stops any after three)."""
-    samples = {"submission": Samples(), "baseline": Samples()}
-    base = samples["baseline"]
-    roles = list(samples)
-    batch = dict.fromkeys(roles, 1)
-    draw = random.SystemRandom()
+    run = _Interleaving(request, freeze, timing, rounds, flush, cpu_ns, floor_loader, audit,
+                        throttled, max_calls, share, weight)
+    for role in run.roles:
+        freeze(role, True)
+    run.started = time.monotonic()
+    switch = sys.getswitchinterval()
+    # another thread of this process (a worker's heartbeat, the API where the worker is
+    # embedded) may hold the GIL when a reply wakes the judge: it must not wait up to the
+    # default 5 ms, which its clock would charge to that turn
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        run.floor_turn()  # the round trip is known before the first batch is sized
+        while True:
+            run.round()
+            if run.finished():
+                return run.samples
+    finally:
+        sys.setswitchinterval(switch)
+        for role in run.roles:
+            freeze(role, False)
 
-    def floor_turn() -> None:
+
+@dataclass
+class _Interleaving:
+    """`interleave`'s state: the samples so far, each contender's batch size, the clock."""
+
+    request: Request
+    freeze: Freeze
+    timing: Timing
+    rounds: FreshRounds
+    flush: Callable[[], None] | None
+    cpu_ns: Callable[[str], int | None] | None
+    floor_loader: str | None
+    audit: bool
+    throttled: Callable[[], bool] | None
+    max_calls: int
+    share: Callable[[dict[str, float]], float] | None
+    weight: Callable[[dict[str, float]], float] | None
+    samples: dict[str, Samples] = field(
+        default_factory=lambda: {"submission": Samples(), "baseline": Samples()})
+    started: float = field(default_factory=time.monotonic)
+    draw: random.SystemRandom = field(default_factory=random.SystemRandom)
+
+    def __post_init__(self) -> None:
+        self.roles = list(self.samples)
+        self.batch = dict.fromkeys(self.roles, 1)
+
+    def floor_turn(self) -> None:
         """In the baseline's harness: a request with no call, then a batch of empty calls."""
-        for calls, empty in ((0, None), (max_calls, floor_loader))[:2 if floor_loader else 1]:
-            if flush is not None:
-                flush()
+        base = self.samples["baseline"]
+        for calls, empty in ((0, None), (self.max_calls, self.floor_loader))[
+                :2 if self.floor_loader else 1]:
+            if self.flush is not None:
+                self.flush()
             got = Samples()
-            _turn(request, freeze, "baseline", got, prepare=flush is None, calls=calls,
-                  empty=empty)
-            freeze("baseline", True)
+            _turn(self.request, self.freeze, "baseline", got, prepare=self.flush is None,
+                  calls=calls, empty=empty)
+            self.freeze("baseline", True)
             if calls == 0:
                 base.request_rt += got.time_rt
                 base.staging_rt += got.prepare_rt
@@ -600,67 +643,69 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                 base.empty_rt += got.time_rt
                 base.empty_calls.append(calls)
 
-    for role in roles:
-        freeze(role, True)
-    started = time.monotonic()
-    switch = sys.getswitchinterval()
-    # another thread of this process (a worker's heartbeat, the API where the worker is
-    # embedded) may hold the GIL when a reply wakes the judge: it must not wait up to the
-    # default 5 ms, which its clock would charge to that turn
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    try:
-        floor_turn()  # the round trip is known before the first batch is sized
-        while True:
-            rounds.begin(max(batch.values()))
-            roles = _order(samples["submission"].first)
-            audited = audit and draw.randrange(AUDIT_EVERY) == 0
-            turns, hot, short = {role: Samples() for role in roles}, False, False
-            request_ms = statistics.median(base.request_rt)
-            for role in roles:
-                if flush is not None:
-                    flush()
-                got = turns[role]
-                got.first.append(role == roles[0])
-                before = cpu_ns(role) if cpu_ns else None
-                _turn(request, freeze, role, got, prepare=flush is None, calls=batch[role],
-                      record=audited and role == "submission")
-                hot = hot or bool(throttled and throttled())
-                freeze(role, True)
-                after = cpu_ns(role) if cpu_ns else None
-                if before is not None and after is not None:
-                    got.cpu.append((after - before) / 1e6)
-                rounds.end(role, batch[role])
-                span = got.time_rt[0] - request_ms
-                if span < BATCH_MS and batch[role] < max_calls:
-                    short = True  # too short for the clock: longer from the next round on
-                    # (at most 16 times: a span lost in the request's noise says little)
-                    batch[role] = min(max_calls, 16 * batch[role], math.ceil(
-                        batch[role] * 1.25 * BATCH_MS / max(span, 1e-3)))
-            if hot:
-                samples["submission"].throttled += 1
-            elif not (short or audited):  # an audit's samples, and a throttled round's, are left out
-                for role in roles:
-                    samples[role].extend(turns[role])
-            if len(base.request_rt) < FLOOR_TURNS:
-                floor_turn()
-            n = len(samples["submission"].reported)
-            if (n < 3 and samples["submission"].throttled
-                    and time.monotonic() - started > 4 * timing.max_s):
-                raise GpuThrottled(f"{samples['submission'].throttled} of {rounds.rounds} timed "
-                                   "rounds ran on a throttled GPU clock")
-            target, elapsed = point_target(samples, share, timing), time.monotonic() - started
-            cap = point_time_cap(samples, weight, timing)
-            if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
-                    or (n >= max(timing.min_reps, CAPPED_MIN_ROUNDS) and elapsed > cap)):
-                return samples
-            if n >= timing.min_reps and scoring.converged(
-                    paired_ratios(samples["submission"], base), target,
-                    math.ceil(timing.min_reps / 2)):
-                return samples
-    finally:
-        sys.setswitchinterval(switch)
-        for role in roles:
-            freeze(role, False)
+    def round(self) -> None:
+        """One turn of each contender, in this round's order; its samples kept unless it was an
+        audit, a turn was throttled or a batch was too short for the clock."""
+        samples, base = self.samples, self.samples["baseline"]
+        self.rounds.begin(max(self.batch.values()))
+        self.roles = _order(samples["submission"].first)
+        audited = self.audit and self.draw.randrange(AUDIT_EVERY) == 0
+        turns, hot, short = {role: Samples() for role in self.roles}, False, False
+        request_ms = statistics.median(base.request_rt)
+        for role in self.roles:
+            turns[role].first.append(role == self.roles[0])
+            hot = self._turn(role, turns[role], audited, ask_throttled=not hot) or hot
+            short = self._resize(role, turns[role].time_rt[0] - request_ms) or short
+        if hot:
+            samples["submission"].throttled += 1
+        elif not (short or audited):  # an audit's samples, and a throttled round's, are left out
+            for role in self.roles:
+                samples[role].extend(turns[role])
+        if len(base.request_rt) < FLOOR_TURNS:
+            self.floor_turn()
+
+    def _turn(self, role: str, got: Samples, audited: bool, ask_throttled: bool) -> bool:
+        """One contender's turn (its CPU time too, where metered); whether the GPU throttled
+        (asked only while no turn of the round has said so)."""
+        if self.flush is not None:
+            self.flush()
+        before = self.cpu_ns(role) if self.cpu_ns else None
+        _turn(self.request, self.freeze, role, got, prepare=self.flush is None,
+              calls=self.batch[role], record=audited and role == "submission")
+        hot = bool(ask_throttled and self.throttled and self.throttled())
+        self.freeze(role, True)
+        after = self.cpu_ns(role) if self.cpu_ns else None
+        if before is not None and after is not None:
+            got.cpu.append((after - before) / 1e6)
+        self.rounds.end(role, self.batch[role])
+        return hot
+
+    def _resize(self, role: str, span: float) -> bool:
+        """A batch too short for the clock: longer from the next round on (at most 16 times: a
+        span lost in the request's noise says little). Whether it was too short."""
+        batch = self.batch[role]
+        if span >= BATCH_MS or batch >= self.max_calls:
+            return False
+        self.batch[role] = min(self.max_calls, 16 * batch,
+                               math.ceil(batch * 1.25 * BATCH_MS / max(span, 1e-3)))
+        return True
+
+    def finished(self) -> bool:
+        """Enough rounds: the count or time caps, or the paired ratio converged on its target;
+        GpuThrottled when a GPU throttles every call."""
+        samples, timing = self.samples, self.timing
+        sub = samples["submission"]
+        n, elapsed = len(sub.reported), time.monotonic() - self.started
+        if n < 3 and sub.throttled and elapsed > 4 * timing.max_s:
+            raise GpuThrottled(f"{sub.throttled} of {self.rounds.rounds} timed "
+                               "rounds ran on a throttled GPU clock")
+        target = point_target(samples, self.share, timing)
+        cap = point_time_cap(samples, self.weight, timing)
+        if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
+                or (n >= max(timing.min_reps, CAPPED_MIN_ROUNDS) and elapsed > cap)):
+            return True
+        return n >= timing.min_reps and scoring.converged(
+            paired_ratios(sub, samples["baseline"]), target, math.ceil(timing.min_reps / 2))
 
 
 def per_call_ms(got: Samples) -> float:

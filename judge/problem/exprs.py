@@ -88,35 +88,51 @@ def evaluate(text: str | int | float, env: Mapping[str, float]) -> float | int:
 
 
 def _eval(node: ast.AST, env: Mapping[str, float], text: str):
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in env:
-            raise ExpressionError(f"unknown name {node.id!r} in {text!r}; known: {sorted(env)}")
-        return env[node.id]
-    if isinstance(node, ast.BinOp):
-        left, right = _eval(node.left, env, text), _eval(node.right, env, text)
-        try:
-            return _BINARY[type(node.op)](left, right)
-        except (ZeroDivisionError, OverflowError) as exc:
-            raise ExpressionError(f"{exc} in {text!r}") from None
-    if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, env, text))
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, env, text)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = _eval(comparator, env, text)
-            if not _COMPARE[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        branch = node.body if _eval(node.test, env, text) else node.orelse
-        return _eval(branch, env, text)
-    if isinstance(node, ast.Call):
-        args = [_eval(a, env, text) for a in node.args]
-        try:
-            return FUNCTIONS[node.func.id](*args)
-        except (ValueError, TypeError) as exc:
-            raise ExpressionError(f"{exc} in {text!r}") from None
-    raise ExpressionError(f"cannot evaluate {text!r}")
+    evaluate = _EVALUATORS.get(type(node))
+    if evaluate is None:
+        raise ExpressionError(f"cannot evaluate {text!r}")
+    return evaluate(node, env, text)
+
+
+def _name(node: ast.Name, env: Mapping[str, float], text: str):
+    if node.id not in env:
+        raise ExpressionError(f"unknown name {node.id!r} in {text!r}; known: {sorted(env)}")
+    return env[node.id]
+
+
+def _binary(node: ast.BinOp, env: Mapping[str, float], text: str):
+    left, right = _eval(node.left, env, text), _eval(node.right, env, text)
+    try:
+        return _BINARY[type(node.op)](left, right)
+    except (ZeroDivisionError, OverflowError) as exc:
+        raise ExpressionError(f"{exc} in {text!r}") from None
+
+
+def _compare(node: ast.Compare, env: Mapping[str, float], text: str):
+    left = _eval(node.left, env, text)
+    for op, comparator in zip(node.ops, node.comparators):
+        right = _eval(comparator, env, text)
+        if not _COMPARE[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def _call(node: ast.Call, env: Mapping[str, float], text: str):
+    args = [_eval(a, env, text) for a in node.args]
+    try:
+        return FUNCTIONS[node.func.id](*args)
+    except (ValueError, TypeError) as exc:
+        raise ExpressionError(f"{exc} in {text!r}") from None
+
+
+_EVALUATORS = {
+    ast.Constant: lambda node, env, text: node.value,
+    ast.Name: _name,
+    ast.BinOp: _binary,
+    ast.UnaryOp: lambda node, env, text: _UNARY[type(node.op)](_eval(node.operand, env, text)),
+    ast.Compare: _compare,
+    ast.IfExp: lambda node, env, text: _eval(
+        node.body if _eval(node.test, env, text) else node.orelse, env, text),
+    ast.Call: _call,
+}

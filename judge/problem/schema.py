@@ -230,49 +230,75 @@ def expand_tests(spec: ProblemSpec) -> list[TestPoint]:
 
 
 def _semantic_issues(path: Path, spec: ProblemSpec, tests: list[TestPoint]) -> list[ProblemIssue]:
-    issues: list[ProblemIssue] = []
-    file = PROBLEM_FILE
+    """What the schema alone cannot say, in the order a fix would go: the signature, the test
+    points, the rules, scoring and checker, then the folder's files."""
+    return [*_signature_issues(spec), *_tests_issues(spec, tests), *_spec_issues(path, spec),
+            *_file_issues(path, spec)]
 
-    def issue(field_: str, message: str, fix: str = "") -> None:
-        issues.append(ProblemIssue(file, field_, message, fix))
 
+def _issue(field_: str, message: str, fix: str = "") -> ProblemIssue:
+    return ProblemIssue(PROBLEM_FILE, field_, message, fix)
+
+
+def _signature_issues(spec: ProblemSpec) -> list[ProblemIssue]:
     names = [a.name for a in spec.signature]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        issue("signature", f"argument {dup!r} appears twice", "give every argument its own name")
+    issues = [_issue("signature", f"argument {dup!r} appears twice",
+                     "give every argument its own name")
+              for dup in sorted({n for n in names if names.count(n) > 1})]
     if not any(a.role == "output" for a in spec.signature):
-        issue("signature", "run_kernel has no output", "add an argument with role: output")
-    issues.extend(_scale_issues(spec))
+        issues.append(_issue("signature", "run_kernel has no output",
+                             "add an argument with role: output"))
+    return issues + _scale_issues(spec)
+
+
+def _tests_issues(spec: ProblemSpec, tests: list[TestPoint]) -> list[ProblemIssue]:
+    issues: list[ProblemIssue] = []
     seen: set[str] = set()
     for t in tests:
         if t.name in seen:
-            issue("tests", f"test point name {t.name!r} appears twice",
-                  "use '{param}' placeholders in a matrix test's name")
+            issues.append(_issue("tests", f"test point name {t.name!r} appears twice",
+                                 "use '{param}' placeholders in a matrix test's name"))
         seen.add(t.name)
         issues.extend(_test_point_issues(spec, t))
     if not any(t.sample for t in tests):
-        issue("tests", "no sample test point", "mark at least one test point `sample: true`")
+        issues.append(_issue("tests", "no sample test point",
+                             "mark at least one test point `sample: true`"))
     if not spec.gpu_only and not any("cpu" in t.devices for t in tests):
-        issue("tests", "no test point runs on the cpu device",
-              "add a small test point with `devices: [cpu]` so the folder validates anywhere")
+        issues.append(_issue("tests", "no test point runs on the cpu device", "add a small test "
+                             "point with `devices: [cpu]` so the folder validates anywhere"))
+    return issues
+
+
+def _spec_issues(path: Path, spec: ProblemSpec) -> list[ProblemIssue]:
+    """The rules' languages, the score's expression, the checker."""
+    issues = []
     for i, rule in enumerate(spec.rules):
         unknown = set(rule.languages) - set(spec.languages)
         if unknown:
-            issue(f"rules[{i}].languages", f"{sorted(unknown)} not in the problem's languages")
+            issues.append(_issue(f"rules[{i}].languages",
+                                 f"{sorted(unknown)} not in the problem's languages"))
     try:
         bad = exprs.names(spec.scoring.score) - {"speedup"}
         if bad:
-            issue("scoring.score", f"unknown names {sorted(bad)}", "use only `speedup`")
+            issues.append(_issue("scoring.score", f"unknown names {sorted(bad)}",
+                                 "use only `speedup`"))
     except exprs.ExpressionError as exc:
-        issue("scoring.score", str(exc))
+        issues.append(_issue("scoring.score", str(exc)))
     checker = spec.checker
     if checker not in BUILTIN_CHECKERS and not (
         checker.endswith(".py") and (path / checker).is_file()
     ):
-        issue("checker", f"{checker!r} is neither a built-in checker nor a file in the folder",
-              f"use one of {', '.join(BUILTIN_CHECKERS)} or the name of a .py file here")
-    for key, name in (("reference", spec.reference), ("baseline", spec.baseline)):
-        if not (path / name).is_file():
-            issues.append(ProblemIssue(name, "", "file not found", f"create it or fix `{key}`"))
+        issues.append(_issue("checker", f"{checker!r} is neither a built-in checker nor a file "
+                             "in the folder", f"use one of {', '.join(BUILTIN_CHECKERS)} or "
+                             "the name of a .py file here"))
+    return issues
+
+
+def _file_issues(path: Path, spec: ProblemSpec) -> list[ProblemIssue]:
+    """The reference, the baseline, the statement and a template per language."""
+    issues = [ProblemIssue(name, "", "file not found", f"create it or fix `{key}`")
+              for key, name in (("reference", spec.reference), ("baseline", spec.baseline))
+              if not (path / name).is_file()]
     if not (path / "statement.md").is_file():
         issues.append(ProblemIssue("statement.md", "", "file not found", "write the statement"))
     for lang in spec.languages:

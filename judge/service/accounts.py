@@ -220,15 +220,7 @@ def parse_users_csv(text: str) -> list[NewUser]:
     """Rows of a users CSV: a header naming `name` and any of `team`, `role`, `password`. Every
     problem in the file is reported (by line) at once, before anything is created."""
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    header = [h.strip() for h in reader.fieldnames or []]
-    if "name" not in header:
-        raise ServiceError(422, "line 1: the header must name a `name` column (and any of "
-                                "team, role, password)")
-    unknown = [h for h in header if h not in COLUMNS]
-    if unknown:
-        raise ServiceError(422, f"line 1: unknown columns {unknown}; the columns are "
-                                f"{', '.join(COLUMNS)}")
-    reader.fieldnames = header
+    reader.fieldnames = _users_header(reader.fieldnames)
     rows, problems, seen = [], [], {}
     for record in reader:
         line = reader.line_num
@@ -239,18 +231,9 @@ def parse_users_csv(text: str) -> list[NewUser]:
         team, password = cells.get("team") or None, cells.get("password") or None
         if not name and not any(cells.values()):
             continue  # a blank line
-        if not re.fullmatch(NAME_RULE, name):
-            problems.append(f"line {line}: name {name!r} must be {NAME_HELP}")
-        elif name in seen:
-            problems.append(f"line {line}: name {name!r} is also on line {seen[name]}")
+        problems += [f"line {line}: {problem}"
+                     for problem in _user_problems(name, role, team, password, seen)]
         seen.setdefault(name, line)
-        if role not in ROLES:
-            problems.append(f"line {line}: role {role!r} must be one of {', '.join(ROLES)}")
-        if team is not None and not re.fullmatch(TEAM_RULE, team):
-            problems.append(f"line {line}: team must be 1-64 printable characters")
-        if password is not None and len(password) < MIN_PASSWORD:
-            problems.append(f"line {line}: password needs at least {MIN_PASSWORD} characters "
-                            "(leave it empty to have one generated)")
         rows.append(NewUser(line, name, team, role, password))
     if problems:
         raise ServiceError(422, "the file has problems, nothing was created:\n"
@@ -258,6 +241,36 @@ def parse_users_csv(text: str) -> list[NewUser]:
     if not rows:
         raise ServiceError(422, "the file names no users")
     return rows
+
+
+def _users_header(fieldnames) -> list[str]:
+    header = [h.strip() for h in fieldnames or []]
+    if "name" not in header:
+        raise ServiceError(422, "line 1: the header must name a `name` column (and any of "
+                                "team, role, password)")
+    unknown = [h for h in header if h not in COLUMNS]
+    if unknown:
+        raise ServiceError(422, f"line 1: unknown columns {unknown}; the columns are "
+                                f"{', '.join(COLUMNS)}")
+    return header
+
+
+def _user_problems(name: str, role: str, team: str | None, password: str | None,
+                   seen: dict[str, int]) -> list[str]:
+    """What is wrong with one row (`seen`: the names of the rows above, by line)."""
+    problems = []
+    if not re.fullmatch(NAME_RULE, name):
+        problems.append(f"name {name!r} must be {NAME_HELP}")
+    elif name in seen:
+        problems.append(f"name {name!r} is also on line {seen[name]}")
+    if role not in ROLES:
+        problems.append(f"role {role!r} must be one of {', '.join(ROLES)}")
+    if team is not None and not re.fullmatch(TEAM_RULE, team):
+        problems.append("team must be 1-64 printable characters")
+    if password is not None and len(password) < MIN_PASSWORD:
+        problems.append(f"password needs at least {MIN_PASSWORD} characters "
+                        "(leave it empty to have one generated)")
+    return problems
 
 
 def import_users(s: Session, rows: list[NewUser], skip_existing: bool = False) -> list[Created]:

@@ -114,33 +114,50 @@ def _hand_back() -> None:
 
 def judge_task(task, judging_id: int) -> str:
     config = settings()
+    token, outcome = _claim(config, judging_id)
+    if token is None:
+        return outcome
+    result, report = _judge(config, judging_id, token)
+    return _store(config, judging_id, token, result, report)
+
+
+def _claim(config: Settings, judging_id: int) -> tuple[str | None, str]:
+    """The claim on a judging that waits for a worker (its token), else why there is none."""
     with db.session(config.database_url) as s:
         judging = s.get(JudgingRow, judging_id)
         if judging is None:
-            return "unknown"
+            return None, "unknown"
         if judging.state == State.DONE.value:
-            return "already done"
+            return None, "already done"
         if judging.rejudge_id is not None and queueing.live_work_waiting(s, judging.queue):
             # live submissions go first: put the rejudge back behind them
             celery_app(config).send_task(TASK_NAME, args=[judging_id], queue=judging.queue)
-            return "deferred"
+            return None, "deferred"
         token = claims.claim(s, judging_id, worker_name())
-    if token is None:
-        return "held elsewhere"
+    return token, "held elsewhere"
+
+
+def _judge(config: Settings, judging_id: int, token: str) -> tuple[JudgeResult, bytes | None]:
+    """The judging's record, its heart beating meanwhile; a judge's failure is an SE."""
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(config, judging_id, token, stop), daemon=True)
     beat.start()
-    report: bytes | None = None
     try:
-        result, report = run_judging(config, judging_id, token)
+        return run_judging(config, judging_id, token)
     except SoftTimeLimitExceeded:
-        result = _system_error(config, judging_id, "the judging ran past the worker's time limit",
-                               "worker time limit")
+        return _system_error(config, judging_id, "the judging ran past the worker's time limit",
+                             "worker time limit"), None
     except Exception as exc:  # a judge bug must not leave the judging hanging
         log.exception("judging %s failed", judging_id)
-        result = _system_error(config, judging_id, repr(exc), "judge error; see the worker log")
+        return _system_error(config, judging_id, repr(exc),
+                             "judge error; see the worker log"), None
     finally:
         stop.set()
+
+
+def _store(config: Settings, judging_id: int, token: str, result: JudgeResult,
+           report: bytes | None) -> str:
+    """Finish the judging with its record (and a profile's report) while the claim holds."""
     try:
         started = time.monotonic()
         if not _finish(config, judging_id, token, result):

@@ -61,7 +61,8 @@ def slug_for(source: Path) -> str:
     return slug_of(found if isinstance(found, str) else source.stem)
 
 
-def convert(source: Path) -> Draft:
+def _definition(source: Path) -> dict:
+    """The definition a file holds, refused when it is none or one this judge cannot check."""
     file = source.name
     try:
         definition = json.loads(source.read_text())
@@ -74,12 +75,19 @@ def convert(source: Path) -> Draft:
     for key in ("name", "axes", "inputs", "outputs", "reference"):
         if key not in definition:
             raise ImportFailure(file, key, "missing", "a FlashInfer-Bench definition has it")
-    name = definition["name"]
-    op_type = definition.get("op_type", "")
+    name, op_type = definition["name"], definition.get("op_type", "")
     for prefix, why in CHECKED_OTHERWISE.items():
         if op_type == prefix or name.startswith(prefix):
             raise ImportFailure(file, "op_type", f"{op_type or name}: {why}",
                                 "write a checker for it and the folder by hand")
+    return definition
+
+
+def convert(source: Path) -> Draft:
+    file = source.name
+    definition = _definition(source)
+    name = definition["name"]
+    op_type = definition.get("op_type", "")
     axes = definition["axes"]
     const = {k: v["value"] for k, v in axes.items() if v.get("type") == "const"}
     var = [k for k, v in axes.items() if v.get("type") == "var"]
@@ -132,24 +140,7 @@ def _points(path: Path, name: str, var: list[str], definition: dict):
             raise ImportFailure(path.name, where, "not a workload trace line") from None
         if json.loads(line).get("definition", name) != name:
             continue
-        params = {}
-        for axis in var:
-            if axis not in workload.get("axes", {}):
-                raise ImportFailure(path.name, f"{where}: workload.axes.{axis}", "missing")
-            params[axis] = int(workload["axes"][axis])
-        for input_name, spec in workload.get("inputs", {}).items():
-            kind = spec.get("type")
-            if input_name in scalars:
-                if kind != "scalar":
-                    raise ImportFailure(path.name, f"{where}: workload.inputs.{input_name}",
-                                        f"a scalar given as {kind!r}",
-                                        "give scalars as {\"type\": \"scalar\", \"value\": ...}")
-                params[input_name] = spec["value"]
-            elif kind == "safetensors":
-                fixed.add(input_name)
-            elif kind not in ("random", None):
-                raise ImportFailure(path.name, f"{where}: workload.inputs.{input_name}.type",
-                                    f"unknown input kind {kind!r}")
+        params = _workload_params(workload, var, scalars, fixed, path.name, where)
         _check_constraints(definition, params, path.name, where)
         key = tuple(sorted(params.items()))
         if key not in seen:
@@ -158,6 +149,31 @@ def _points(path: Path, name: str, var: list[str], definition: dict):
     if not points:
         raise ImportFailure(path.name, "", f"no workload of {name}")
     return points, fixed
+
+
+def _workload_params(workload: dict, var: list[str], scalars: list[str], fixed: set[str],
+                     file: str, where: str) -> dict:
+    """One workload's var axes and scalar inputs' values; `fixed` learns the inputs it gives
+    as data."""
+    params = {}
+    for axis in var:
+        if axis not in workload.get("axes", {}):
+            raise ImportFailure(file, f"{where}: workload.axes.{axis}", "missing")
+        params[axis] = int(workload["axes"][axis])
+    for input_name, spec in workload.get("inputs", {}).items():
+        kind = spec.get("type")
+        if input_name in scalars:
+            if kind != "scalar":
+                raise ImportFailure(file, f"{where}: workload.inputs.{input_name}",
+                                    f"a scalar given as {kind!r}",
+                                    "give scalars as {\"type\": \"scalar\", \"value\": ...}")
+            params[input_name] = spec["value"]
+        elif kind == "safetensors":
+            fixed.add(input_name)
+        elif kind not in ("random", None):
+            raise ImportFailure(file, f"{where}: workload.inputs.{input_name}.type",
+                                f"unknown input kind {kind!r}")
+    return params
 
 
 def _check_constraints(definition: dict, params: dict, file: str, where: str) -> None:
@@ -171,20 +187,21 @@ def _check_constraints(definition: dict, params: dict, file: str, where: str) ->
             raise ImportFailure(file, where, f"breaks the definition's constraint {constraint}")
 
 
+def _dims(shape: list[str], const: dict, var: list[str], file: str, field: str) -> list:
+    """A tensor's shape: const axes as sizes, var axes as the params' names."""
+    out = []
+    for axis in shape:
+        if axis in const:
+            out.append(int(const[axis]))
+        elif axis in var:
+            out.append(axis)
+        else:
+            raise ImportFailure(file, field, f"axis {axis!r} is not declared in axes")
+    return out
+
+
 def _signature(definition: dict, const: dict, var: list[str], points: list[dict], file: str):
     signature, tensors = [], {}
-
-    def dims(shape: list[str], field: str) -> list:
-        out = []
-        for axis in shape:
-            if axis in const:
-                out.append(int(const[axis]))
-            elif axis in var:
-                out.append(axis)
-            else:
-                raise ImportFailure(file, field, f"axis {axis!r} is not declared in axes")
-        return out
-
     names = set(definition["inputs"]) | set(definition["outputs"])
     for role, group in (("input", "inputs"), ("output", "outputs")):
         for arg_name, spec in definition[group].items():
@@ -199,7 +216,7 @@ def _signature(definition: dict, const: dict, var: list[str], points: list[dict]
                 continue
             arg = {"name": arg_name, "role": role,
                    "dtype": tensor_dtype(dtype, file, f"{field}.dtype"),
-                   "shape": dims(spec["shape"], f"{field}.shape")}
+                   "shape": _dims(spec["shape"], const, var, file, f"{field}.shape")}
             signature.append(arg)
             tensors[arg_name] = arg
     for axis in var:
