@@ -277,7 +277,7 @@ def test_every_language_states_its_facts():
     from pygments.lexers import get_lexer_by_name
 
     from judge.host.device import DEVICE_KINDS
-    from judge.languages import KERNEL_PACKAGES, LANGUAGES, PYTHON_LANGUAGES
+    from judge.languages import KERNEL_DECORATORS, LANGUAGES, PYTHON_LANGUAGES
     from judge.problem.schema import LANGUAGES as SCHEMA_LANGUAGES
 
     assert set(SCHEMA_LANGUAGES) == set(LANGUAGES)
@@ -285,5 +285,81 @@ def test_every_language_states_its_facts():
         assert get_lexer_by_name(language.lexer)
         assert language.devices and language.extensions and language.toolchain_version()
         assert set(language.devices) <= set(DEVICE_KINDS) >= set(language.jit_devices)
-    assert set(PYTHON_LANGUAGES) == {"triton", "tilelang", "torch"}
-    assert set(KERNEL_PACKAGES) == {"triton", "tilelang"}
+    assert set(PYTHON_LANGUAGES) == {x.name for x in LANGUAGES.values() if x.loader == "python"}
+    assert set(KERNEL_DECORATORS) == {x.packages[0] for x in LANGUAGES.values()
+                                      if x.kernel_decorators}
+
+
+# A Python kernel language dropped into judge/languages as one file, seen by a fresh process.
+DROPPED_LANGUAGE = """
+from judge.languages.base import PythonKernelLanguage
+
+
+class MyKern(PythonKernelLanguage):
+    name = "mykern"
+    packages = ("mykern",)
+    infer_rank = 2
+    kernel_decorators = ("kernel",)
+    starter_imports = "import mykern\\n"
+
+
+LANGUAGE = MyKern()
+"""
+DROP_IN_PROBE = """
+import importlib.util, json, re, sys
+from pathlib import Path
+
+import judge
+
+languages = Path(judge.__file__).parent / "languages"
+spec = importlib.util.spec_from_file_location(
+    "judge.languages", languages / "__init__.py",
+    submodule_search_locations=[str(languages), sys.argv[1]])
+registry = importlib.util.module_from_spec(spec)
+sys.modules["judge.languages"] = registry
+spec.loader.exec_module(registry)
+
+from judge.commands.local import image_packages
+from judge.judging.rules import check_rules
+from judge.problem.importers import draft
+from judge.problem.schema import LANGUAGES, Rule
+
+rule = Rule(id="own", message="write it in mykern", languages=["mykern"], allow_torch=["plumbing"])
+inside = ("import mykern\\n@mykern.kernel\\ndef k(x):\\n    return x.exp()\\n"
+          "def run_kernel(x, y):\\n    k(x)\\n")
+outside = "import mykern\\ndef run_kernel(x, y):\\n    y.copy_(x.exp())\\n"
+editor = (Path(judge.__file__).parent / "web/editor/editor.js").read_text()
+modes = re.search(r"const LANGUAGES = \\{([^}]*)\\}", editor).group(1)
+print(json.dumps({
+    "inferred": registry.infer_language(Path("k.py"), "import mykern\\n").name,
+    "schema": "mykern" in LANGUAGES,
+    "inside_kernel": str(check_rules(inside, "mykern", [rule])),
+    "outside_kernel": bool(check_rules(outside, "mykern", [rule])),
+    "imported_languages": list(draft.LANGUAGES),
+    "starter": draft.starter("mykern", [{"name": "x", "role": "input", "dtype": "float32",
+                                         "shape": ["n"]}]),
+    "editor_mode": re.search(rf"\\b{registry.get_language('mykern').lexer}\\s*:", modes) is not None,
+    "image": image_packages(Path(sys.argv[1])),
+}))
+"""
+
+
+def test_a_python_kernel_language_is_one_file(tmp_path):
+    """A Python kernel language's facts are on its class (its package, kernel decorators,
+    starter imports, editor mode): dropped in as one file, the registry, the rules' allow-list,
+    the problem schema, imported problems' templates, the page's editor and the image check
+    all take it."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "mykern.py").write_text(DROPPED_LANGUAGE)
+    out = subprocess.run([sys.executable, "-c", DROP_IN_PROBE, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["inferred"] == "mykern" and seen["schema"]
+    assert seen["inside_kernel"] == "None" and seen["outside_kernel"]  # a kernel's calls are its own
+    assert "mykern" in seen["imported_languages"]
+    assert seen["starter"].startswith("import mykern\n") and "def run_kernel(x):" in seen["starter"]
+    assert seen["editor_mode"] and "mykern" in seen["image"]

@@ -188,8 +188,7 @@ def cmd_image_check(args: argparse.Namespace) -> int:
     from judge.languages import LANGUAGES
     from sandbox.docker import ImageNotPinned, check_image
 
-    packages = ["torch", *(x.packages[0] for x in LANGUAGES.values() if x.packages),
-                *_declared_packages(Path(args.problems))]
+    packages = image_packages(Path(args.problems))
     tools = [x.default_compiler for x in LANGUAGES.values() if not x.is_python]
     try:
         found = check_image(args.image, packages, tools, host_python=args.host_python)
@@ -200,6 +199,15 @@ def cmd_image_check(args: argparse.Namespace) -> int:
     for key, value in found.items():
         print(f"{key:<10} {value}")
     return EXIT_OK
+
+
+def image_packages(problems: Path) -> list[str]:
+    """What a contest image must hold: torch, every language's package, and the packages the
+    problems under `problems` declare."""
+    from judge.languages import LANGUAGES
+
+    return ["torch", *(x.packages[0] for x in LANGUAGES.values() if x.packages),
+            *_declared_packages(problems)]
 
 
 def _declared_packages(root: Path) -> list[str]:

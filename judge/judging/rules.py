@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judge.languages import KERNEL_PACKAGES, PYTHON_LANGUAGES
+from judge.languages import KERNEL_DECORATORS, PYTHON_LANGUAGES
 from judge.problem.schema import Rule
 
 # What `plumbing` allows: allocation, views, copies and metadata, no arithmetic.
@@ -49,7 +49,6 @@ PLUMBING_OPS = frozenset({
 # importing them is refused where a rule has an allow-list, as is any dunder attribute
 INTROSPECTION = ("gc", "ctypes", "_ctypes", "cffi", "inspect", "sys", "importlib", "builtins",
                  "types", "threading", "_thread", "multiprocessing", "signal")
-KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "prim_func", "macro")
 DYNAMIC_ACCESS = ("getattr", "eval", "exec", "__import__", "globals", "vars", "compile")
 
 
@@ -218,7 +217,7 @@ def _calls_outside_kernels(tree: ast.AST, aliases: dict[str, str]):
 def _is_kernel_decorator(name: str) -> bool:
     """triton.jit, triton.autotune, tilelang.jit, tilelang.language.prim_func, ... as imported
     (a decorator of the source's own named `jit` is not one)."""
-    return name.split(".")[0] in KERNEL_PACKAGES and name.rsplit(".", 1)[-1] in KERNEL_DECORATORS
+    return name.rsplit(".", 1)[-1] in KERNEL_DECORATORS.get(name.split(".")[0], ())
 
 
 def _root(node: ast.AST) -> str | None:

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from judge.languages.base import CompileResult, Language, NativeLanguage
+from judge.languages.base import CompileResult, Language, NativeLanguage, PythonKernelLanguage
 
 NOT_LANGUAGES = {"base"}
 
@@ -26,8 +26,9 @@ def _discover() -> dict[str, Language]:
 
 LANGUAGES: dict[str, Language] = _discover()
 PYTHON_LANGUAGES = tuple(name for name, x in LANGUAGES.items() if x.is_python)
-# packages whose decorators mark a Python source's kernels (`triton.jit`, `tilelang.jit`)
-KERNEL_PACKAGES = tuple(x.packages[0] for x in LANGUAGES.values() if x.packages)
+# per package, the decorators that mark a Python source's kernels (`triton.jit`, `T.prim_func`)
+KERNEL_DECORATORS = {x.packages[0]: x.kernel_decorators for x in LANGUAGES.values()
+                     if x.kernel_decorators}
 
 
 class UnknownLanguage(ValueError):
@@ -57,5 +58,6 @@ def infer_language(path: Path, source: str) -> Language:
     )
 
 
-__all__ = ["KERNEL_PACKAGES", "LANGUAGES", "PYTHON_LANGUAGES", "CompileResult", "Language",
-           "NativeLanguage", "UnknownLanguage", "get_language", "infer_language"]
+__all__ = ["KERNEL_DECORATORS", "LANGUAGES", "PYTHON_LANGUAGES", "CompileResult", "Language",
+           "NativeLanguage", "PythonKernelLanguage", "UnknownLanguage", "get_language",
+           "infer_language"]

@@ -73,6 +73,12 @@ class Language:
     # environment variables that name its JIT's on-disk cache (judge/judging/jit_cache.py keeps
     # one per source, toolchain and device)
     jit_cache_env: tuple[str, ...] = ()
+    # decorators of its package (`packages[0]`, as imported) that mark a kernel: a problem's
+    # allow-list of PyTorch calls does not look inside one (its calls are the DSL's)
+    kernel_decorators: tuple[str, ...] = ()
+    # what an imported problem's starter template in this language imports ("": no starter;
+    # judge/problem/importers/draft.py)
+    starter_imports: str = ""
 
     @property
     def is_python(self) -> bool:
@@ -168,6 +174,21 @@ class Language:
                                      timed_out=timed_out)
             artifact = _store(entry, build / artifact_name, log)
         return CompileResult(True, artifact, log, time.monotonic() - started)
+
+
+class PythonKernelLanguage(Language):
+    """A Python module whose run_kernel launches kernels written in a package's DSL (Triton,
+    TileLang): what those languages share, as DMOJ's script executor holds what scripts do. A
+    new one is its package, its decorators, its starter's imports and its runtime environment."""
+
+    extensions = (".py",)
+    devices = ("cpu", "cuda", "maca")
+    source_name = "submission.py"
+    jit_devices = ("cuda", "maca")  # compiled at the first call of each new shape on a GPU
+    kernel_decorators = ("jit",)
+
+    def host_toolchain_version(self) -> str:
+        return f"{self.packages[0]} {package_version(self.packages[0])}"
 
 
 class NativeLanguage(Language):

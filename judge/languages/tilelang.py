@@ -11,24 +11,20 @@ from __future__ import annotations
 import json
 
 from judge.host.device import DeviceInfo
-from judge.languages.base import Language, on_host, package_version
+from judge.languages.base import PythonKernelLanguage, on_host
 from judge.languages.cuda import LANGUAGE as CUDA
 from judge.languages.cuda import cuda_home
 from sandbox import Sandbox
 
 
-class TileLang(Language):
+class TileLang(PythonKernelLanguage):
     name = "tilelang"
-    extensions = (".py",)
-    devices = ("cpu", "cuda", "maca")
-    source_name = "submission.py"
     packages = ("tilelang", "tvm", "tvm_ffi")  # TileLang runs on TVM
     infer_rank = 0  # a TileLang source may import triton too
-    jit_devices = ("cuda", "maca")
     jit_cache_env = ("TILELANG_CACHE_DIR",)
-
-    def host_toolchain_version(self) -> str:
-        return f"tilelang {package_version('tilelang')}"
+    # tilelang.jit, tilelang.autotune; T.prim_func and T.macro (tilelang.language as T)
+    kernel_decorators = ("jit", "autotune", "prim_func", "macro")
+    starter_imports = "import tilelang\nimport tilelang.language as T\n"
 
     def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
         target = {"cpu": "c", "cuda": "cuda", "maca": "maca"}[device.kind]

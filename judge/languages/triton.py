@@ -6,22 +6,17 @@ On the CPU the harness runs Triton through its interpreter (TRITON_INTERPRET=1).
 from __future__ import annotations
 
 from judge.host.device import DeviceInfo
-from judge.languages.base import Language, package_version
+from judge.languages.base import PythonKernelLanguage
 from sandbox import Sandbox
 
 
-class Triton(Language):
+class Triton(PythonKernelLanguage):
     name = "triton"
-    extensions = (".py",)
-    devices = ("cpu", "cuda", "maca")
-    source_name = "submission.py"
     packages = ("triton",)
     infer_rank = 1
-    jit_devices = ("cuda", "maca")
     jit_cache_env = ("TRITON_CACHE_DIR",)
-
-    def host_toolchain_version(self) -> str:
-        return f"triton {package_version('triton')}"
+    kernel_decorators = ("jit", "autotune", "heuristics")
+    starter_imports = "import triton\nimport triton.language as tl\n"
 
     def runtime_env(self, device: DeviceInfo, sandbox: Sandbox | None = None) -> dict[str, str]:
         env = {"TRITON_CACHE_DIR": "/tmp/triton-cache"}

@@ -21,11 +21,14 @@ from pathlib import Path
 import yaml
 
 from judge.harness.protocol import DTYPES, SCALAR_DTYPES
+from judge.languages import LANGUAGES as REGISTRY
 from judge.languages import get_language
 from judge.problem.schema import TODO_MARKER
 from judge.signature import Arg
 
-LANGUAGES = ("cuda", "triton", "tilelang", "torch")  # torch: the baseline's own language
+# an imported problem's languages: CUDA, every language with a starter (the Python kernel
+# languages), and torch, the baseline's own
+LANGUAGES = ("cuda", *sorted(n for n, x in REGISTRY.items() if x.starter_imports), "torch")
 SLUG_CHARS = re.compile(r"[^a-z0-9_]+")
 CPU_POINT_BYTES = 64 * 2**20  # the largest CPU sample point an importer makes
 
@@ -73,7 +76,8 @@ def run_module(name: str, code: str, filename: str) -> types.ModuleType:
     return module
 
 
-BUNDLED = {"torch", "numpy", "triton", "tilelang"}  # in every contest image the judge runs
+# in every contest image the judge runs: torch, numpy and the kernel languages' packages
+BUNDLED = {"torch", "numpy", *(x.packages[0] for x in REGISTRY.values() if x.starter_imports)}
 
 
 def packages_of(code: str) -> list[str]:
@@ -193,8 +197,7 @@ def starter(language: str, signature: list[dict]) -> str:
     if language == "cuda":
         return ("\n".join(c_headers(signature)) + "\n\n// device pointers; launch on the default "
                 "stream\n" + declaration + " {\n    // your kernel launches here\n}\n")
-    package = {"triton": "import triton\nimport triton.language as tl\n",
-               "tilelang": "import tilelang\nimport tilelang.language as T\n"}[language]
+    package = get_language(language).starter_imports
     outputs = ", ".join(a.name for a in args if a.role == "output")
     return (f"{package}\n\n{declaration}\n    # write {outputs} with your kernel\n"
             "    raise NotImplementedError\n")
