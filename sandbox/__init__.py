@@ -7,6 +7,8 @@ runs only when asked for by name.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Sequence
 
 from sandbox.base import (
@@ -20,34 +22,40 @@ from sandbox.base import (
     SandboxLimits,
     SandboxProcess,
 )
-from sandbox.bwrap import BwrapSandbox
-from sandbox.docker import DockerSandbox
-from sandbox.process import ProcessSandbox
 
-BACKENDS: dict[str, type[Sandbox]] = {
-    "docker": DockerSandbox, "bwrap": BwrapSandbox, "process": ProcessSandbox,
-}
-# docker counts as available only when an image is configured and the engine answers
-PREFERENCE = ("docker", "bwrap")
-ISOLATED = PREFERENCE  # the backends that hide the host's files from a submission
+
+def _discover() -> dict[str, type[Sandbox]]:
+    """The backends: this package's modules that define `BACKEND` (the registry is the folder;
+    sandbox/trusted.py defines none: no setting or name reaches it)."""
+    found = {}
+    for module in pkgutil.iter_modules(__path__):
+        backend = getattr(importlib.import_module(f"{__name__}.{module.name}"), "BACKEND", None)
+        if backend is not None:
+            found[backend.name] = backend
+    return found
+
+
+BACKENDS: dict[str, type[Sandbox]] = _discover()
+# what `auto` tries, in order (docker counts as available only when an image is configured and
+# the engine answers)
+PREFERENCE = tuple(sorted((n for n, b in BACKENDS.items() if b.auto_rank is not None),
+                          key=lambda n: BACKENDS[n].auto_rank))
+ISOLATED = tuple(n for n in PREFERENCE if BACKENDS[n].isolates_filesystem)
 
 
 class NoSandbox(ValueError):
     """No backend that isolates submissions on this host (or the one named is missing)."""
 
 
-NO_ISOLATION = ("no sandbox that isolates submissions is available on this host: install "
-                "bubblewrap (`apt-get install bubblewrap`), or run Docker and set "
-                "KJUDGE_DOCKER_IMAGE to the contest image pinned by digest; `--sandbox process` "
-                "runs submissions without file-system isolation (development only)")
+NO_ISOLATION = ("no sandbox that isolates submissions is available on this host: "
+                + ", or ".join(BACKENDS[n].needs for n in sorted(ISOLATED))
+                + "; `--sandbox process` runs submissions without file-system isolation "
+                "(development only)")
 
 
-def get_sandbox(name: str = "auto", config: SandboxConfig | None = None,
-                devices: Sequence[str] = (), gpu_uuid: str | None = None) -> Sandbox:
-    """A backend by name, built from `config` (the defaults when None: no docker image);
-    `devices` are the accelerator device nodes its runs may open and `gpu_uuid` the one NVIDIA
-    GPU a container gets."""
-    config = config or SandboxConfig()
+def choose(name: str, config: SandboxConfig) -> type[Sandbox]:
+    """The backend `name` names here (`auto`: the first available of PREFERENCE), available on
+    this host; NoSandbox says what is missing."""
     if name == "auto":
         name = next((n for n in PREFERENCE if BACKENDS[n].available(config)), None)
         if name is None:
@@ -57,13 +65,22 @@ def get_sandbox(name: str = "auto", config: SandboxConfig | None = None,
     backend = BACKENDS[name]
     if not backend.available(config):
         raise NoSandbox(f"sandbox backend {name!r} is not available on this host" + (
-            " (`unshare` from util-linux must be able to make PID and network namespaces)"
-            if name == "process" else "; " + NO_ISOLATION))
-    return backend.from_config(config, devices=devices, gpu_uuid=gpu_uuid)
+            "; " + NO_ISOLATION if backend.isolates_filesystem else f" ({backend.needs})"))
+    return backend
+
+
+def get_sandbox(name: str = "auto", config: SandboxConfig | None = None,
+                devices: Sequence[str] = (), gpu_uuid: str | None = None) -> Sandbox:
+    """A backend by name, built from `config` (the defaults when None: no docker image);
+    `devices` are the accelerator device nodes its runs may open and `gpu_uuid` the one NVIDIA
+    GPU a container gets."""
+    config = config or SandboxConfig()
+    return choose(name, config).from_config(config, devices=devices, gpu_uuid=gpu_uuid)
 
 
 __all__ = [
-    "BACKENDS", "ISOLATED", "NO_ISOLATION", "Mount", "NoSandbox", "ProcessDied", "ProtocolError",
+    "BACKENDS", "ISOLATED", "NO_ISOLATION", "PREFERENCE", "Mount", "NoSandbox", "ProcessDied",
+    "ProtocolError",
     "ReplyTimeout", "RunResult", "Sandbox", "SandboxConfig", "SandboxLimits", "SandboxProcess",
-    "get_sandbox",
+    "choose", "get_sandbox",
 ]

@@ -219,8 +219,15 @@ class SandboxConfig:
 
 
 class Sandbox(ABC):
+    """A backend: a module of this package defining `BACKEND` (the registry is the folder) says
+    on its class what it keeps a run from, what the host needs for it, where `auto` ranks it,
+    and how a worker cleans up after a predecessor that died."""
+
     name: str = "abstract"
     isolates_filesystem: bool = False
+    keeps_out: str = "nothing (host files, network and processes are reachable)"
+    needs: str = ""  # what the host must have for `available` to hold, said when it does not
+    auto_rank: int | None = None  # `auto` takes the lowest available; None: only by name
     gpu_by_request = False  # True: the runtime gives a run only its one NVIDIA GPU (docker)
     # a run is killed when the thread that started it ends (a parent-death signal: bwrap's
     # --die-with-parent, unshare's --kill-child), so only long-lived threads may start runs
@@ -239,6 +246,16 @@ class Sandbox(ABC):
         """The backend for this configuration, its runs allowed the device nodes `devices`
         (and, where the runtime hands out GPUs, the NVIDIA GPU `gpu_uuid`)."""
         return cls()
+
+    @classmethod
+    def remove_leftovers(cls, config: SandboxConfig) -> int:
+        """What runs of an earlier worker of this owner (`config.owner`) left behind when it
+        died mid-judging, removed; how many. Runs that die with their parent leave nothing."""
+        return 0
+
+    def limits_applied(self) -> dict:
+        """Which limits a run gets on this host (said with every self-test table)."""
+        return {}
 
     @property
     def python(self) -> str:

@@ -53,6 +53,9 @@ def _bwrap_works() -> bool:
 class BwrapSandbox(CommandSandbox):
     name = "bwrap"
     isolates_filesystem = True
+    keeps_out = "host files, network, other processes"
+    needs = "install bubblewrap (`apt-get install bubblewrap`)"
+    auto_rank = 1
 
     def __init__(self, extra_system_paths: Sequence[str] = (), devices: Sequence[str] = ()):
         self.extra_system_paths = list(extra_system_paths)
@@ -69,6 +72,7 @@ class BwrapSandbox(CommandSandbox):
         $CUDA_HOME, where nvcc is looked up too."""
         paths = [*config.system_paths, os.environ.get("CUDA_HOME", "")]
         return cls(extra_system_paths=[p for p in paths if p], devices=devices)
+
 
     def command(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: Mount) -> list[str]:
         cmd = [
@@ -94,3 +98,6 @@ class BwrapSandbox(CommandSandbox):
             cmd += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
         cmd += ["--remount-ro", "/", "--chdir", cwd.target, "--"]  # mount points stay read-only
         return cmd + list(argv)
+
+
+BACKEND = BwrapSandbox

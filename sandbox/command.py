@@ -130,6 +130,11 @@ class CommandSandbox(Sandbox):
     def cwd_arg(self, cwd: Mount) -> str | None:
         return None if self.isolates_filesystem else str(cwd.host)
 
+    def limits_applied(self) -> dict:
+        """Each run in a cgroup of the judge's: what this host's cgroups allow (a cgroup is
+        made and removed to tell)."""
+        return Cgroup.probe()
+
     def spawn(self, argv: Sequence[str], *, mounts: Sequence[Mount], cwd: Mount,
               env: dict[str, str], limits: SandboxLimits,
               protocol: bool = True) -> SandboxProcess:

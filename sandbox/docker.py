@@ -212,7 +212,10 @@ class DockerProcess(SandboxProcess):
 class DockerSandbox(Sandbox):
     name = "docker"
     isolates_filesystem = True
-    runs_die_with_thread = False  # the engine holds the container
+    keeps_out = "host files, network, other processes"
+    needs = "run Docker and set KJUDGE_DOCKER_IMAGE to the contest image pinned by digest"
+    auto_rank = 0  # the contest's own image, when one is configured
+    runs_die_with_thread = False  # the engine holds the container: a dead worker leaves it
 
     def __init__(self, image: str, devices: Sequence[str] = (), gpu_uuid: str | None = None,
                  owner: str = "", host_python: bool = False, python: str = "python3",
@@ -243,6 +246,13 @@ class DockerSandbox(Sandbox):
             return bool(config and config.docker_image) and _client().ping()
         except Exception:
             return False
+
+    @classmethod
+    def remove_leftovers(cls, config: SandboxConfig) -> int:
+        return remove_leftovers(config.owner) if config.owner else 0
+
+    def limits_applied(self) -> dict:
+        return {"container": True}  # the engine's limits
 
     def device_env(self, device) -> tuple[dict[str, str], str]:
         env, name = super().device_env(device)
@@ -378,3 +388,6 @@ def check_image(pinned: str, packages: Sequence[str], tools: Sequence[str],
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"the probe failed in {pinned}: {result.output[-2000:]}")
     return {"image": pinned, "id": sandbox.image_id, **json.loads(lines[-1])}
+
+
+BACKEND = DockerSandbox

@@ -44,6 +44,8 @@ def _namespaces_work() -> bool:
 class ProcessSandbox(CommandSandbox):
     name = "process"
     isolates_filesystem = False
+    keeps_out = "network, other processes (host files are visible)"
+    needs = "`unshare` from util-linux must be able to make PID and network namespaces"
 
     @classmethod
     def available(cls, config: SandboxConfig | None = None) -> bool:
@@ -53,3 +55,6 @@ class ProcessSandbox(CommandSandbox):
         # setsid: the run leads a process group of its own inside the namespace, so that a
         # kill(0, …) cannot reach `unshare`, which shares the judge-side group outside it
         return [*unshare_prefix(), "setsid", *argv]
+
+
+BACKEND = ProcessSandbox

@@ -4,7 +4,8 @@ It isolates nothing (host files, network, other processes: a `kill(-1, …)` fro
 would end every process of the machine) and exists for one case: the device self-test on a
 machine where no isolating backend works (a lent GPU machine under gVisor or Firecracker, without
 bubblewrap or Docker, or where namespaces cannot be made), running only the problems' bundled
-self-tests and the judge's own test kernels. It is not in the registry (`sandbox.BACKENDS`):
+self-tests and the judge's own test kernels. It is not in the registry (`sandbox.BACKENDS`: it
+defines no `BACKEND`):
 `auto` never picks it and no worker, `kjudge judge` or setting can name it; a caller constructs
 it on purpose. What it does apply: a session of its own, rlimits (no core files, the file size
 cap) and the cgroup limits (memory, processes, freezer, CPUs) where the host's cgroups are

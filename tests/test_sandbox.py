@@ -402,3 +402,35 @@ def test_an_idle_run_takes_no_cpu_from_a_normal_one_on_its_cpu(backend, tmp_path
         for proc in runs:
             proc.close()
     assert share > 0.8, f"the normal run had {share:.0%} of its CPU beside two idle ones"
+
+
+def test_a_backend_is_one_file_that_says_what_it_is(tmp_path, monkeypatch):
+    """The registry is the folder: a module defining BACKEND is a backend, and what it keeps a
+    run from, what the host needs for it, where `auto` ranks it and how it cleans up are on
+    its class; `auto`, the worker's start and the self-test's table read them from there."""
+    import sandbox as registry
+    from judge.host.sandbox import isolation
+    from sandbox.process import ProcessSandbox
+
+    (tmp_path / "jail_like.py").write_text(
+        "from sandbox.process import ProcessSandbox\n\n\n"
+        "class JailLike(ProcessSandbox):\n"
+        "    name = 'jail_like'\n    isolates_filesystem = True\n"
+        "    keeps_out = 'host files, network, other processes'\n"
+        "    needs = 'install jail-like'\n    auto_rank = -1\n\n"
+        "    @classmethod\n    def available(cls, config=None):\n        return True\n\n"
+        "    @classmethod\n    def remove_leftovers(cls, config):\n        return 7\n\n\n"
+        "BACKEND = JailLike\n")
+    monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
+    found = registry._discover()
+    assert set(found) - {"jail_like"} == set(registry.BACKENDS)
+    monkeypatch.setattr(registry, "BACKENDS", found)
+    monkeypatch.setattr(registry, "PREFERENCE", ("jail_like", *registry.PREFERENCE))
+    chosen = registry.choose("auto", registry.SandboxConfig(owner="w1"))
+    assert chosen.name == "jail_like" and chosen.remove_leftovers(registry.SandboxConfig()) == 7
+    assert isolation(chosen())["isolates"] == "host files, network, other processes"
+    for backend in registry.BACKENDS.values():  # every bundled one states it
+        assert backend.keeps_out and backend.needs
+        assert backend.isolates_filesystem == (backend.auto_rank is not None)
+    assert isolation(ProcessSandbox())["isolates"].endswith("(host files are visible)")
+    assert "trusted" not in registry.BACKENDS

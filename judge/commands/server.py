@@ -124,19 +124,23 @@ def require_isolation(insecure: bool) -> None:
     host's other processes and off the network, and flags every judging)."""
     from judge.host.sandbox import sandbox_config
     from judge.settings import settings
-    from sandbox import BACKENDS, ISOLATED, NO_ISOLATION
+    from sandbox import NO_ISOLATION, NoSandbox, choose
 
     config = settings()
     name, built_from = config.sandbox, sandbox_config(config)
-    if name == "auto" and not any(BACKENDS[n].available(built_from) for n in ISOLATED):
+    try:
+        backend = choose(name, built_from)
+    except NoSandbox as exc:
+        if name != "auto":
+            raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available "
+                             f"here: {exc}") from None
         if not insecure:
-            raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure")
+            raise SystemExit(f"kjudge: {NO_ISOLATION}; or start with --insecure") from None
         name = os.environ["KJUDGE_SANDBOX"] = "process"
-    if name == "process" and not insecure:
-        raise SystemExit("kjudge: KJUDGE_SANDBOX=process does not isolate submissions from the "
-                         "host's files: start with --insecure to judge with it anyway")
-    if name in BACKENDS and not BACKENDS[name].available(built_from):
-        raise SystemExit(f"kjudge: the {name} sandbox (KJUDGE_SANDBOX) is not available here")
+        backend = choose(name, built_from)
+    if not backend.isolates_filesystem and not insecure:
+        raise SystemExit(f"kjudge: KJUDGE_SANDBOX={name} does not isolate submissions from "
+                         "the host's files: start with --insecure to judge with it anyway")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from judge.host.device import DeviceInfo, device_nodes
 from judge.settings import Settings, settings
 from sandbox import NoSandbox, Sandbox, SandboxConfig, get_sandbox
-from sandbox.cgroup import Cgroup
-from sandbox.command import CommandSandbox
 from sandbox.trusted import TrustedSandbox
 
 
@@ -45,12 +43,5 @@ def sandbox_for_self_tests(device: DeviceInfo) -> Sandbox:
 def isolation(sandbox: Sandbox) -> dict:
     """What a run in `sandbox` is kept from, and which limits it gets here (a cgroup is made and
     removed to tell): said with every self-test table."""
-    if sandbox.trusted_code_only:
-        kept = "nothing (host files, network and processes are reachable)"
-    elif sandbox.isolates_filesystem:
-        kept = "host files, network, other processes"
-    else:
-        kept = "network, other processes (host files are visible)"
-    # child-process backends put each run in a cgroup of the judge's; docker's engine limits it
-    limits = Cgroup.probe() if isinstance(sandbox, CommandSandbox) else {"container": True}
-    return {"sandbox": sandbox.name, "isolates": kept, "limits": limits}
+    return {"sandbox": sandbox.name, "isolates": sandbox.keeps_out,
+            "limits": sandbox.limits_applied()}

@@ -42,7 +42,7 @@ from judge.service.broker import TASK_NAME, celery_app, publish
 from judge.service.models import JudgingRow, ProfileReport
 from judge.settings import Settings, settings
 from judge.verdicts import PROFILE, TEST, State
-from sandbox.docker import DockerSandbox, remove_leftovers
+from sandbox import NoSandbox, choose
 
 log = logging.getLogger("kjudge.worker")
 
@@ -65,16 +65,18 @@ def main(argv: list[str] | None = None) -> None:
 
 @worker_init.connect
 def _remove_leftover_containers(**_kwargs) -> None:
-    """A worker that died mid-judging may have left containers: remove them before starting."""
-
+    """A worker that died mid-judging may have left runs behind (containers): its backend
+    removes them before this one starts."""
     config = settings()
-    if config.sandbox in ("auto", "docker") and DockerSandbox.available(sandbox_config(config)):
-        owner = config.sandbox_owner
-        if not owner:
-            return
-        removed = remove_leftovers(owner)
-        if removed:
-            log.warning("removed %d leftover sandbox container(s) of %s", removed, owner)
+    built_from = sandbox_config(config)
+    try:
+        backend = choose(config.sandbox, built_from)
+    except NoSandbox:
+        return  # the worker's first judging says why
+    removed = backend.remove_leftovers(built_from)
+    if removed:
+        log.warning("removed %d leftover %s sandbox run(s) of %s", removed, backend.name,
+                    built_from.owner)
 
 
 def worker_name(pid: int | None = None) -> str:
