@@ -27,7 +27,7 @@ from judge.problem.schema import load_problem  # noqa: E402
 def worst_ratio(problem, device: str, seeds: int) -> list[tuple[str, float]]:
     reference = Reference(problem, device)
     baseline = load_module(problem.path / problem.spec.baseline)
-    checker = get_checker(problem.spec.checker, problem.path)
+    checker = get_checker(problem.spec.checker.name, problem.path)
     tol = problem.spec.tolerance
     rows = []
     for test in problem.tests_for(device):
@@ -41,7 +41,7 @@ def worst_ratio(problem, device: str, seeds: int) -> list[tuple[str, float]]:
             baseline.run_kernel(*args.values())
             for name, expected in case.expected.items():
                 report = checker(outputs[name].cpu(), expected, rtol=tol.rtol, atol=tol.atol,
-                                 matched_ratio=tol.matched_ratio)
+                                 matched_ratio=tol.matched_ratio, **problem.spec.checker.args)
                 worst = min(worst, report.matched_ratio)
         rows.append((test.name, worst))
     return rows

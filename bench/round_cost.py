@@ -64,14 +64,14 @@ def point_cost(problem, reference: Reference, test, rounds: int, folder: Path) -
         for role in shared:
             rounds_of.end(role, slots)
         end.append(time.perf_counter() - started)
-    checker, tol = get_checker(problem.spec.checker, problem.path), problem.spec.tolerance
+    checker, tol = get_checker(problem.spec.checker.name, problem.path), problem.spec.tolerance
     checks = []
     for index in range(5):
         started = time.perf_counter()
         drawn = reference.inputs(test, derive_seed(1, test.name, f"timed{index}.0"))
         for expected in reference.expected(test, drawn).values():
             checker(expected.clone(), expected, rtol=tol.rtol, atol=tol.atol,
-                    matched_ratio=tol.matched_ratio)
+                    matched_ratio=tol.matched_ratio, **problem.spec.checker.args)
         checks.append(time.perf_counter() - started)
     for file in (fresh, *shared.values()):
         file.close()

@@ -100,7 +100,7 @@ def test_flashinfer_signature_axes_and_tolerance(tmp_path):
     assert [(a.name, a.role, a.shape) for a in spec.signature] == [
         ("A", "input", ["M", 128]), ("B", "input", [256, 128]), ("C", "output", ["M", 256]),
         ("M", "scalar", None)]
-    assert spec.checker == "either" and spec.tolerance.matched_ratio == 1.0
+    assert spec.checker.name == "either" and spec.tolerance.matched_ratio == 1.0
     # three workloads, two distinct sizes: two GPU points, the smaller one also on the CPU
     assert sorted(t.params["M"] for t in problem.tests_for("cuda")) == [7, 256]
     assert [t.params for t in problem.tests_for("cpu")] == [{"M": 7}]
@@ -117,7 +117,7 @@ def test_gpumode_shapes_fit_the_parameters_and_the_preallocated_output_stays_in_
     timed = [t.name for t in problem.tests_for("cuda") if t.timed]
     assert timed == ["m1024_n1536_k7168", "m6144_n4608_k7168"]  # the benchmarks
     histogram, _ = imported(tmp_path, "gpumode", "gpumode/histogram_py")
-    assert histogram.spec.checker == "exact"
+    assert histogram.spec.checker.name == "exact"
 
 
 def test_kernelbench_parameters_become_explicit_inputs(tmp_path):
@@ -348,7 +348,7 @@ def test_a_format_check_of_its_own_is_the_checker_and_judges_whole_calls(tmp_pat
     path, draft = import_problem("gpumode", FORMATS_DIR / "gpumode/rownorm_py", None, tmp_path)
     assert draft.checker == "format_check.py"
     problem = load_problem(path)
-    checker = get_checker(problem.spec.checker, problem.path)
+    checker = get_checker(problem.spec.checker.name, problem.path)
     case = Reference(problem, "cpu").case(problem.tests_for("cpu")[0], seed=3)
     tol = dict(rtol=0.0, atol=0.0, matched_ratio=1.0)
     assert check_outputs(checker, case.expected, case.expected, case.inputs, **tol).passed

@@ -140,3 +140,43 @@ def test_every_baseline_passes_its_own_tolerance_with_a_margin_of_seeds():
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count(" ok") >= 32  # every CPU test point of the ten problems
+
+
+SHIFTED_CHECKER = '''
+from checkers import allclose
+
+
+def check(out, ref, *, rtol, atol, matched_ratio, offset=0.0):
+    """Right when out = ref + offset (a checker that takes an argument of its own)."""
+    return allclose.check(out, ref + offset, rtol=rtol, atol=atol, matched_ratio=matched_ratio)
+'''
+
+
+def test_a_checker_takes_its_arguments_from_the_problem(folder, cpu, default_sandbox):
+    """`checker: {name, args}`: the arguments reach the checker at every check of a judging;
+    validation names an argument the checker does not take, and a tolerance given as one."""
+    from judge.judging.pipeline import JudgeOptions, judge_source
+    from judge.verdicts import Verdict
+
+    (folder / "shifted.py").write_text(SHIFTED_CHECKER)
+    loop = (folder / "solutions/AC/loop.cpp").read_text()
+
+    def judged(args: dict) -> Verdict:
+        edit(folder, lambda d: d.update(checker={"name": "shifted.py", "args": args}))
+        return judge_source(load_problem(folder), loop, language="cpp", device=cpu,
+                            sandbox=default_sandbox,
+                            options=JudgeOptions(timing=False, tests=["tiny"])).verdict
+
+    assert judged({"offset": 0.0}) is Verdict.AC
+    assert judged({"offset": 1.0}) is Verdict.WA  # the argument was used: c = a + b is now wrong
+    edit(folder, lambda d: d.update(checker={"name": "shifted.py", "args": {"ofset": 1}}))
+    [typo] = issues(folder)
+    assert "checker.args.ofset" in typo and "takes no argument 'ofset'" in typo and "offset" in typo
+    edit(folder, lambda d: d.update(checker={"name": "allclose", "args": {"rtol": 0.1}}))
+    [tolerance] = issues(folder)
+    assert "checker.args.rtol" in tolerance and "tolerance" in tolerance
+    edit(folder, lambda d: d.update(checker={"name": "exact", "args": {"offset": 1}}))
+    [builtin] = issues(folder)
+    assert "exact takes no argument 'offset'" in builtin and "tolerance only" in builtin
+    edit(folder, lambda d: d.update(checker="exact"))  # the short form still loads
+    assert load_problem(folder).spec.checker.name == "exact"

@@ -186,9 +186,10 @@ def _order_sensitivity(problem, reference, test) -> str:
     finally:
         torch.set_num_threads(threads)
     tol = problem.spec.tolerance
-    report = check_outputs(get_checker(problem.spec.checker, problem.path), expected[1],
+    checker = problem.spec.checker
+    report = check_outputs(get_checker(checker.name, problem.path), expected[1],
                            expected[several], inputs, rtol=tol.rtol, atol=tol.atol,
-                           matched_ratio=tol.matched_ratio)
+                           matched_ratio=tol.matched_ratio, args=checker.args)
     if report.passed:
         return ""
     return (f"the reference {ILL_CONDITIONED} at {test.name} when its sums run in another order "

@@ -132,9 +132,10 @@ class JudgingRun:
         """The checker, the reference, and the largest file a run may write."""
         j = self.j
         try:
-            j.checker = get_checker(j.spec.checker, j.problem.path)
+            j.checker = get_checker(j.spec.checker.name, j.problem.path)
         except Exception as exc:
-            raise ProblemRuntimeError(f"checker {j.spec.checker} failed to load: {exc}") from exc
+            raise ProblemRuntimeError(f"checker {j.spec.checker.name} failed to load: "
+                                      f"{exc}") from exc
         j.reference = Reference(j.problem, j.device.torch_name)
         # outputs are the only files a run writes: a disk-filling submission dies at this size
         largest = max(math.prod(spec["shape"]) * getattr(torch, spec["dtype"]).itemsize

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from checkers import BUILTIN_CHECKERS
+from checkers import BUILTIN_CHECKERS, TOLERANCE, checker_params
 from judge.harness.protocol import DTYPES
 from judge.host.device import DEVICE_KINDS
 from judge.languages import LANGUAGES as REGISTRY
@@ -81,6 +81,17 @@ class Timing(Strict):
         return self
 
 
+ArgValue = int | float | bool | str
+
+
+class CheckerSpec(Strict):
+    """The special judge: a built-in checker's name or a .py file of the folder, and the
+    keyword arguments it takes beyond the tolerance (`checker: name` is `{name: name}`)."""
+
+    name: str = "allclose"
+    args: dict[Identifier, ArgValue | list[ArgValue]] = {}
+
+
 class TestSpec(Strict):
     name: str
     params: dict[Identifier, int | float | bool | str] = {}
@@ -122,7 +133,7 @@ class ProblemSpec(Strict):
     signature: list[Arg]
     reference: str = "reference.py"
     baseline: str = "baseline.py"
-    checker: str = "allclose"
+    checker: CheckerSpec = CheckerSpec()
     tolerance: Tolerance = Tolerance()
     limits: Limits = Limits()
     metrics: Metrics = Metrics()
@@ -136,6 +147,11 @@ class ProblemSpec(Strict):
     # Python packages the reference and the baseline import beyond torch (einops): `kjudge problem
     # validate` and `kjudge image check` say where one is missing
     packages: list[str] = []
+
+    @field_validator("checker", mode="before")
+    @classmethod
+    def _checker_by_name(cls, value):
+        return {"name": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -284,13 +300,26 @@ def _spec_issues(path: Path, spec: ProblemSpec) -> list[ProblemIssue]:
                                  "use only `speedup`"))
     except exprs.ExpressionError as exc:
         issues.append(_issue("scoring.score", str(exc)))
-    checker = spec.checker
-    if checker not in BUILTIN_CHECKERS and not (
-        checker.endswith(".py") and (path / checker).is_file()
-    ):
-        issues.append(_issue("checker", f"{checker!r} is neither a built-in checker nor a file "
-                             "in the folder", f"use one of {', '.join(BUILTIN_CHECKERS)} or "
-                             "the name of a .py file here"))
+    return issues + _checker_issues(path, spec.checker)
+
+
+def _checker_issues(path: Path, checker: CheckerSpec) -> list[ProblemIssue]:
+    """The checker exists (built in, or a .py file here) and takes the arguments given it."""
+    params = checker_params(checker.name, path)
+    if params is None:
+        return [_issue("checker", f"{checker.name!r} is neither a built-in checker nor a "
+                       "file in the folder", f"use one of {', '.join(BUILTIN_CHECKERS)} or the "
+                       "name of a .py file here")]
+    takes, any_keyword = params
+    issues = []
+    for name in checker.args:
+        if name in TOLERANCE:
+            issues.append(_issue(f"checker.args.{name}", "the tolerance's, not the checker's",
+                                 f"set it under `tolerance: {{{name}: ...}}`"))
+        elif name not in takes and not any_keyword:
+            issues.append(_issue(f"checker.args.{name}", f"{checker.name} takes no argument "
+                                 f"{name!r}", f"its arguments: {', '.join(sorted(takes))}"
+                                 if takes else "remove it: it takes the tolerance only"))
     return issues
 
 

@@ -132,7 +132,8 @@ def compare(j: Judging, path: Path, case: TestCase, within: str | None = None) -
             raise ProblemRuntimeError(f"the reference's scaled outputs: {exc}") from exc
 
     return check_outputs(j.checker, outputs, case.expected, case.inputs, rtol=tol.rtol,
-                         atol=tol.atol, matched_ratio=tol.matched_ratio, comparable=comparable)
+                         atol=tol.atol, matched_ratio=tol.matched_ratio, comparable=comparable,
+                         args=j.spec.checker.args)
 
 
 def round_seed(j: Judging, test: TestPoint, index: int, slot: int) -> int:

@@ -57,7 +57,8 @@ def problem(slug: str, s: SessionDep) -> dict:
         "signature": {lang: get_language(lang).declaration(spec.signature)
                       for lang in spec.languages},
         "arguments": signature.describe(spec.signature),
-        "tolerance": spec.tolerance.model_dump(), "checker": spec.checker,
+        "tolerance": spec.tolerance.model_dump(), "checker": spec.checker.name,
+            "checker_args": spec.checker.args,
         "limits": spec.limits.model_dump(), "scoring": spec.scoring.model_dump(),
         "templates": templates,
         "samples": [{"name": t.name, "params": t.params, "devices": list(t.devices)}
