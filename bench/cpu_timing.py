@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
 from judge.host.sandbox import sandbox_for  # noqa: E402
-from judge.judging import timing  # noqa: E402
+from judge.judging import charging, timing  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 
@@ -91,14 +91,14 @@ class Excess:
 
     def __init__(self):
         self.seen: list[float] = []
-        self._charge = timing.charge
+        self._charge = charging.charge
 
         def charge(sub, base, floor=None):
             result = self._charge(sub, base, floor)
             self.seen.append(result.time_excess_ms)
             return result
 
-        timing.charge = charge
+        charging.charge = charge
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ working gets CPU time outside the clock only in the kernel's delay in freezing. 
 vector_add in PyTorch, honest, and the same with a thread that spins for the whole judging, so
 that every moment the run is thawed shows as that thread's CPU time. Per test point, the median
 per turn of the run's CPU time less the judge's clock (the cgroup's figure, read while frozen),
-less the baseline's median of the same, and what `timing.charge` made of it.
+less the baseline's median of the same, and what `charging.charge` made of it.
 
     python bench/freeze_window.py [--sandbox bwrap] [--write]
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
-from judge.judging import timing  # noqa: E402
+from judge.judging import charging  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 from sandbox import get_sandbox  # noqa: E402
@@ -60,7 +60,7 @@ def run_kernel(a, b, c, n):
 """
 
 
-def outside_ms(got: timing.Samples) -> list[float]:
+def outside_ms(got: charging.Samples) -> list[float]:
     """Per turn, the run's CPU time less the judge's clock around the request, ms."""
     return [cpu - rt for cpu, rt in zip(got.cpu, got.time_rt)]
 
@@ -68,7 +68,7 @@ def outside_ms(got: timing.Samples) -> list[float]:
 def judged(problem, source: str, sandbox) -> list[dict]:
     """One judging; per point, the turns' CPU time outside the clock and the charge."""
     seen = []
-    charge = timing.charge
+    charge = charging.charge
 
     def recording(sub, base, floor=None):
         result = charge(sub, base, floor)
@@ -79,12 +79,12 @@ def judged(problem, source: str, sandbox) -> list[dict]:
                      "excess": result.cpu_excess_ms * statistics.median(sub.calls)})
         return result
 
-    timing.charge = recording
+    charging.charge = recording
     try:
         result = judge_source(problem, source, language="torch", device=detect("cpu"),
                               sandbox=sandbox, options=JudgeOptions())
     finally:
-        timing.charge = charge
+        charging.charge = charge
     if not result.applied.get("cpu_time_charged"):
         raise SystemExit("the run's CPU time was not metered here (no cgroup, or more than one "
                          "CPU per contender): nothing to measure")
@@ -117,7 +117,7 @@ def main() -> None:
         f"`python bench/freeze_window.py --sandbox {args.sandbox} --runs {args.runs} --write`.",
         "",
         "Per turn, the run's CPU time outside the judge's clock beyond the baseline's median "
-        "(median and largest over the turns), the excess `timing.charge` worked out (the mean "
+        "(median and largest over the turns), the excess `charging.charge` worked out (the mean "
         "or the median of the paired differences, clipped at zero) and whether it charged it.",
         "",
         "| submission | judging | point | calls a turn | turns | outside the clock, median "

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import collections, sys, time
 from judge.judging import flusher, timing
+from judge.judging import fresh_rounds
 spent, count = collections.defaultdict(float), collections.Counter()
 
 def wrap(owner, name, label):
@@ -36,8 +37,8 @@ def wrap(owner, name, label):
             count[label] += 1
     setattr(owner, name, timed)
 
-wrap(timing.FreshRounds, "begin", "draw and write")
-wrap(timing.FreshRounds, "end", "keep and sample")
+wrap(fresh_rounds.FreshRounds, "begin", "draw and write")
+wrap(fresh_rounds.FreshRounds, "end", "keep and sample")
 wrap(timing, "_turn", "turns")
 wrap(flusher.CacheFlusher, "flush", "flushes")
 interleave = timing.interleave

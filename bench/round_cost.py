@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from checkers import get_checker  # noqa: E402
-from judge.judging import timing  # noqa: E402
+from judge.judging import fresh_rounds, timing  # noqa: E402
 from judge.judging.reference import Reference, derive_seed  # noqa: E402
 from judge.judging.shared import SharedTensors  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
@@ -52,8 +52,8 @@ def point_cost(problem, reference: Reference, test, rounds: int, folder: Path) -
         drawn = reference.inputs(test, derive_seed(1, test.name, f"timed{index}.{slot}"))
         return [drawn[a.name] for a in problem.inputs]
 
-    rounds_of = timing.FreshRounds(draw, fresh.write_sets, shared, folder / "kept",
-                                   timing.checked_calls(8, _bytes(outputs)),
+    rounds_of = fresh_rounds.FreshRounds(draw, fresh.write_sets, shared, folder / "kept",
+                                   fresh_rounds.checked_calls(8, _bytes(outputs)),
                                    set_bytes=fresh.size)
     begin, end = [], []
     for _ in range(rounds):

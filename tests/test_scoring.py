@@ -102,9 +102,9 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     from types import SimpleNamespace
 
     from judge.host.device import DeviceInfo
+    from judge.judging.charging import Charge
     from judge.judging.record import JudgeResult, TestReport
     from judge.judging.stages.score import charge_point
-    from judge.judging.timing import Charge
     from judge.problem.schema import load_problem
     from tests.conftest import PROBLEMS
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge.judging.timing import ALLOWANCE_MS, BATCH_MS, Samples, charge
+from judge.judging.charging import ALLOWANCE_MS, Samples, charge
+from judge.judging.timing import BATCH_MS
 
 REQUEST_MS, AROUND_MS = 0.12, 0.002  # a request's round trip; the harness's work around a call
 
@@ -156,7 +157,7 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     calls left unchecked (the last of a batch, a round's first)."""
     from collections import Counter
 
-    from judge.judging.timing import FreshRounds
+    from judge.judging.fresh_rounds import FreshRounds
 
     rounds, batch, keep, trials = 10, {"submission": 3, "baseline": 1}, 4, 1500
     counts: Counter[tuple[int, int]] = Counter()
@@ -182,7 +183,7 @@ def test_the_problems_count_of_checks_is_the_submissions():
     """The problem's `checked_calls` is what the submission's timed calls are checked at least;
     the baseline (the organizer's code) is checked as a test of the judge's plumbing, one call at
     least: eight of vector_add's 4 MB calls were ~0.1 s of every judging."""
-    from judge.judging.timing import BASELINE_MAX_CHECKED, MAX_CHECKED, checked_calls
+    from judge.judging.fresh_rounds import BASELINE_MAX_CHECKED, MAX_CHECKED, checked_calls
 
     assert checked_calls(8, 4 << 20) == {"submission": 8, "baseline": 1}
     assert checked_calls(8, 28) == {"submission": MAX_CHECKED, "baseline": BASELINE_MAX_CHECKED}
@@ -195,7 +196,7 @@ def test_the_reservoir_draws_uniformly_from_a_long_stream_in_few_picks():
     pick copies a call's outputs)."""
     import random
 
-    from judge.judging.timing import Reservoir
+    from judge.judging.fresh_rounds import Reservoir
 
     size, length, trials = 10, 2000, 1500
     deciles, picks = [0] * 10, 0
@@ -222,8 +223,8 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     poison, zeroing the output or copying the call before's. Every call's outputs are sampled:
     one left (mostly) as poisoned, holding one value, or holding exactly what the call before
     left (within a batch or across turns) is checked whatever the draw; honest ones are not."""
+    from judge.judging.fresh_rounds import MAX_SUSPECTS, FreshRounds
     from judge.judging.shared import SharedTensors
-    from judge.judging.timing import MAX_SUSPECTS, FreshRounds
 
     specs = [([1000], "float32"), ([10], "int64")]
     outputs = {role: SharedTensors(tmp_path / f"{role}.raw", specs, True, 4)
@@ -415,7 +416,7 @@ except (NotImplementedError, RuntimeError, ValueError) as exc:
 def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
     import os
 
-    from judge.judging.timing import on_cpus
+    from judge.judging.fresh_rounds import on_cpus
 
     before = os.sched_getaffinity(0)
     one = {max(before)}
@@ -435,7 +436,7 @@ def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp
     import threading
     import time
 
-    from judge.judging.timing import FreshRounds
+    from judge.judging.fresh_rounds import FreshRounds
 
     drawn, written = [], []
 
@@ -499,7 +500,8 @@ def test_operators_are_recorded_in_checked_and_audited_calls_not_in_the_measured
 
 
 def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timing(tmp_path):
-    from judge.judging.timing import AUDIT_EVERY, FreshRounds, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import AUDIT_EVERY, interleave
     from judge.problem.schema import Timing
 
     sent = []
@@ -526,7 +528,8 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
     """`time` is the call alone; the copies in (`prepare`) and out (`collect`) are timed together
     by the judge's clock and compared with the baseline's: a pageable copy's speed varies with
     the process, and inside `time` it was charged as hidden work."""
-    from judge.judging.timing import FreshRounds, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import interleave
     from judge.problem.schema import Timing
 
     sent = []
@@ -551,7 +554,8 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
     """NVBench's rule: a sample whose SM clock was under 75 % of the default is discarded; here
     the whole round (both contenders' turns stay paired) is, and another is run. A card that
     throttles every call ends the timing as the judge's problem."""
-    from judge.judging.timing import FreshRounds, GpuThrottled, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import GpuThrottled, interleave
     from judge.problem.schema import Timing
 
     turns = []
@@ -584,7 +588,8 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
     fused_moe's Triton self-test SE'd as 'throttled' with no GPU at all)."""
     import time as clock
 
-    from judge.judging.timing import FreshRounds, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import interleave
     from judge.problem.schema import Timing
 
     def request(role, op, **fields):
@@ -619,14 +624,14 @@ def test_the_drawing_threads_are_each_processs_own():
     the child, where a round's draw would wait forever."""
     import os
 
-    from judge.judging import timing
+    from judge.judging import fresh_rounds
 
-    pool, _ = timing.cpu_pool()
+    pool, _ = fresh_rounds.cpu_pool()
     assert pool.submit(lambda: 1).result(timeout=5) == 1
     pid = os.fork()
     if pid == 0:  # the child: exit at once, whatever happens
         try:
-            child_pool, _ = timing.cpu_pool()
+            child_pool, _ = fresh_rounds.cpu_pool()
             os._exit(0 if child_pool.submit(lambda: 42).result(timeout=5) == 42 else 1)
         except BaseException:
             os._exit(2)
@@ -638,7 +643,7 @@ def test_the_spread_reported_is_not_the_place_in_a_round():
     """Turns that differ only by their place in the round (the first 10 % slower) are one
     time: the spread and standard error reported with it are those within a place, not the
     distance between the two places (an IQR of 10 % before)."""
-    from judge.judging.timing import Floor
+    from judge.judging.charging import Floor
 
     places = [True, False] * 20
     got = Samples(time_rt=[1.1 if f else 1.0 for f in places], calls=[1] * 40,
@@ -657,7 +662,9 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
     ratios mixed both places, so that every such point ran to its cap. Places now alternate
     (each contender first in half the rounds, give or take one), each time is the geometric
     mean of its two places' medians and the stop rule pairs a round of each place."""
-    from judge.judging.timing import FreshRounds, Samples, balanced_median, interleave, paired_ratios
+    from judge.judging.charging import Samples, balanced_median, paired_ratios
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import interleave
     from judge.problem.schema import Timing
 
     places = [True] * 30 + [False] * 10  # the submission first in 30 rounds of 40
@@ -692,7 +699,8 @@ def test_a_point_that_weighs_little_in_the_score_stops_at_its_own_target(tmp_pat
     it to its cap; one that weighs it all keeps that 1 %."""
     import time
 
-    from judge.judging.timing import FreshRounds, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import interleave
     from judge.problem.schema import Timing
 
     noise = random.Random(0)
@@ -719,7 +727,8 @@ def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
     CAPPED_MIN_ROUNDS rounds at least (scoring.point_time_cap), where it ran to max_s alike."""
     import time
 
-    from judge.judging.timing import CAPPED_MIN_ROUNDS, FreshRounds, interleave
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import CAPPED_MIN_ROUNDS, interleave
     from judge.problem.schema import Timing
 
     noise = random.Random(1)

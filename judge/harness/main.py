@@ -639,7 +639,7 @@ class Harness:
             for name, t in inputs.outputs.items():
                 if inputs.staged and t.dtype in _PACKED:
                     # the judge's own random poison, from the shared file it just poisoned:
-                    # the judge recognises a call that left it (judging/timing.looks_skipped)
+                    # the judge recognises a call that left it (judging/fresh_rounds.looks_skipped)
                     t.view(torch.uint8).copy_(inputs.host_outputs[name].view(torch.uint8),
                                               non_blocking=True)
                 else:

@@ -11,8 +11,7 @@ import torch
 
 from checkers import CheckReport, check_outputs, checks_whole_calls
 from judge.harness import protocol
-from judge.judging import dequant
-from judge.judging import timing as timing_loop
+from judge.judging import dequant, fresh_rounds
 from judge.judging.contender import Contender
 from judge.judging.context import STARTUP_GRACE_S, Judging, RunFailure
 from judge.judging.record import TestReport
@@ -140,7 +139,7 @@ def round_seed(j: Judging, test: TestPoint, index: int, slot: int) -> int:
     return derive_seed(j.secret, test.name, f"timed{index}.{slot}")
 
 
-def check_rounds(j: Judging, test: TestPoint, rounds: timing_loop.FreshRounds) -> None:
+def check_rounds(j: Judging, test: TestPoint, rounds: fresh_rounds.FreshRounds) -> None:
     """Check the outputs of each contender's kept calls (drawn once the calls were over);
     large ones on every CPU at once (the contenders wait; small ones pay more in threads
     than they gain: 0.13 ms a check alone, 0.34 ms on two threads for a 15-float softmax;
@@ -152,7 +151,7 @@ def check_rounds(j: Judging, test: TestPoint, rounds: timing_loop.FreshRounds) -
                                                j.reference.output_specs(test)))
 
     parallel = rounds.outputs["submission"].size >= PARALLEL_CHECK_BYTES
-    checks = timing_loop.cpu_pool()[0].map if parallel else map
+    checks = fresh_rounds.cpu_pool()[0].map if parallel else map
     for role in ("baseline", "submission"):
         kept = rounds.kept(role)
         for (index, slot, _), checked in zip(kept, checks(check_call, kept)):

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-from judge.judging import scoring
-from judge.judging import timing as timing_loop
+from judge.judging import charging, scoring
 from judge.judging.context import Judging
 from judge.judging.record import TestReport
 from judge.problem import exprs
@@ -62,13 +61,13 @@ def physical(j: Judging, report: TestReport, test: TestPoint, ms: float) -> tupl
     name, bound = least(j, report, test)
     if ms >= bound:
         return ms, bound
-    if not name.endswith("floor") and ms < (1 - timing_loop.PHYSICS_MARGIN) * bound:
+    if not name.endswith("floor") and ms < (1 - charging.PHYSICS_MARGIN) * bound:
         j.result.hold("roofline", test.name,
                       f"{ms:.4f} ms per call is under {name} ({bound:.4f} ms): charged at it")
     return bound, bound
 
 
-def charge_point(j: Judging, report: TestReport, test: TestPoint, charge: timing_loop.Charge,
+def charge_point(j: Judging, report: TestReport, test: TestPoint, charge: charging.Charge,
                  sub: scoring.Stats, base: scoring.Stats) -> None:
     """A timed point's record: the time charged, the speedup, what the clock saw beyond the
     report, the spread and the throughput."""
@@ -91,7 +90,7 @@ def charge_point(j: Judging, report: TestReport, test: TestPoint, charge: timing
 
 
 def _judge_the_report(j: Judging, report: TestReport, test: TestPoint,
-                      charge: timing_loop.Charge, ms: float) -> None:
+                      charge: charging.Charge, ms: float) -> None:
     """A report short of the clock (a forged timer): by a significant excess, or below what an
     empty call reports (which no call can be: the clock's noise cannot hide that one); judged
     against what is charged (`ms`: the floor where the clock, less the harness's work around

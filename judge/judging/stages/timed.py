@@ -18,7 +18,7 @@ import torch
 
 from judge.harness import protocol
 from judge.host.telemetry import foreign_gpu_processes, gpu_state, throttle_meter
-from judge.judging import contender, scoring
+from judge.judging import charging, contender, fresh_rounds, scoring
 from judge.judging import timing as timing_loop
 from judge.judging.contender import Contender
 from judge.judging.context import DeviceNotReady, Judging, RunFailure
@@ -149,10 +149,10 @@ class Timer:
                 outputs[role] = contender.guard(who, lambda w=who: self._shared_outputs(
                     w, test, cases, slots), self.sub)
             self._prepare(test, cases, slots)
-            rounds = timing_loop.FreshRounds(
+            rounds = fresh_rounds.FreshRounds(
                 self._drawer(test), fresh_inputs.write_sets, outputs,
                 j.workdir / "kept" / test.name,
-                timing_loop.checked_calls(self.timing.checked_calls, output_bytes),
+                fresh_rounds.checked_calls(self.timing.checked_calls, output_bytes),
                 j.contender_cpu_set, set_bytes=fresh_inputs.size)
             samples = self._interleave(rounds, cpu_meter, slots, share, weight)
         finally:
@@ -182,8 +182,8 @@ class Timer:
             return [drawn[a.name] for a in j.problem.inputs]
         return draw_inputs
 
-    def _interleave(self, rounds: timing_loop.FreshRounds, cpu_meter, slots: int, share,
-                    weight) -> dict[str, timing_loop.Samples]:
+    def _interleave(self, rounds: fresh_rounds.FreshRounds, cpu_meter, slots: int, share,
+                    weight) -> dict[str, charging.Samples]:
         j, run_s = self.j, self.j.spec.limits.run_s
 
         def request(role: str, op: str, **fields) -> dict:
@@ -212,10 +212,10 @@ class Timer:
         for role, got in samples.items():
             j.kernel_ms += sum(got.reported)
             if earlier_ms is not None:
-                earlier_ms[role] += timing_loop.per_call_ms(got)
-        report.target_rse = timing_loop.point_target(samples, share, self.timing)
-        report.time_cap_s = timing_loop.point_time_cap(samples, weight, self.timing)
-        ratios = timing_loop.paired_ratios(samples["submission"], samples["baseline"])
+                earlier_ms[role] += charging.per_call_ms(got)
+        report.target_rse = charging.point_target(samples, share, self.timing)
+        report.time_cap_s = charging.point_time_cap(samples, weight, self.timing)
+        ratios = charging.paired_ratios(samples["submission"], samples["baseline"])
         report.speedup_rse = scoring.relative_se(ratios) if ratios else None
         applied = j.result.applied
         if samples["submission"].throttled:
@@ -225,10 +225,10 @@ class Timer:
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)
         check.check_rounds(j, test, rounds)
-        floor = timing_loop.Floor.of(samples["baseline"])
+        floor = charging.Floor.of(samples["baseline"])
         report.floor_ms = floor.empty_call_ms
         report.batch_calls = statistics.median(samples["submission"].calls)
-        charge = timing_loop.charge(samples["submission"], samples["baseline"], floor)
+        charge = charging.charge(samples["submission"], samples["baseline"], floor)
         score.charge_point(j, report, test, charge, samples["submission"].stats(floor),
                            samples["baseline"].stats(floor))
 

@@ -1,0 +1,264 @@
+"""What a timed point measured and what it is charged: each contender's samples (the judge's clock,
+the harness's report, CPU time, the floor turns'), the empty call's floor, the paired ratios,
+and the charge (judge/judging/timing.py's model: the clock scores; work moved out of the timed
+request and a report short of the clock are judged against the baseline's own figures). Trusted
+side; pure arithmetic over samples."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from judge.judging import scoring
+from judge.problem.schema import Timing
+
+# Work moved out of the timed request (into `prepare`, or after it on the CPU) is charged when
+# it is this many standard errors above zero (the two contenders' samples paired round by
+# round) and above an allowance of a turn: two honest harness processes differ systematically
+# by tens of microseconds per request on a busy 2-core VM (bench/cpu_timing.py), and a GPU's
+# copies by a fraction of the turn. The CPU time after a reply is exact and per turn (the
+# kernel's delay in freezing the run, no copy): the fixed part alone. The same bound decides
+# whether a report short of the clock is flagged (it scores in any case).
+SIGNIFICANCE = 3.0
+
+
+ALLOWANCE_MS = 0.05
+
+
+ALLOWANCE_FRACTION = 0.05  # of the turn's time on the clock
+
+
+# A time charged under a physical bound (the empty call's floor, the roofline) is raised to it;
+# more than this fraction under it is also flagged (an honest call sits at the floor at best, and
+# near the roofline only by the noise of both figures)
+PHYSICS_MARGIN = 0.1
+
+
+@dataclass
+class Samples:
+    """One contender's measurements at one test point, a turn (a batch of calls) each, in
+    milliseconds."""
+
+    reported: list[float] = field(default_factory=list)  # by the harness: the calls' median
+    time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
+    calls: list[int] = field(default_factory=list)  # calls in the batch
+    # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
+    prepare_rt: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
+    first: list[bool] = field(default_factory=list)  # whether the turn came first in its round
+    # the baseline's harness, in floor turns: an empty run_kernel's reported time (the floor);
+    # the round trip of a request with no call, and the `prepare` and `collect` of none; a batch
+    # of empty calls (its round trip and its number of calls)
+    floor: list[float] = field(default_factory=list)
+    request_rt: list[float] = field(default_factory=list)
+    staging_rt: list[float] = field(default_factory=list)
+    empty_rt: list[float] = field(default_factory=list)
+    empty_calls: list[int] = field(default_factory=list)
+    throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
+
+    def extend(self, other: Samples) -> None:
+        """Add a round's samples (kept in a Samples of their own until the round is judged)."""
+        for name, values in vars(other).items():
+            if isinstance(values, list):
+                getattr(self, name).extend(values)
+
+    def per_call(self, floor: Floor) -> list[float]:
+        """Each turn's time per call on the judge's clock: the round trip less a request's own,
+        over the calls, less the harness's work around each call."""
+        return [(rt - floor.request_ms) / calls - floor.around_call_ms
+                for rt, calls in zip(self.time_rt, self.calls)]
+
+    def stats(self, floor: Floor) -> scoring.Stats:
+        """The time per call's statistics, its median balanced over the turn's place in the
+        round (`balanced_median`), its spread and standard error those within a place."""
+        per_call = self.per_call(floor)
+        within = scoring.Stats.of(_without_place(per_call, self.first))
+        return replace(scoring.Stats.of(per_call), median=balanced_median(per_call, self.first),
+                       rse=within.rse, iqr_rel=within.iqr_rel)
+
+
+def balanced_median(values: list[float], first: list[bool]) -> float:
+    """The geometric mean of the median of the turns that came first in their round and of
+    those that came second, where there are both: the place in a round moves a turn's time by
+    several % on this VM (the first of vector_add's 4 MB batches 7-8 % slower than the second),
+    the same for both contenders, so that the plain median of a mix of both places jumps between
+    them from one judging to the next; the balanced one cancels a factor common to both."""
+    ahead = [v for v, f in zip(values, first) if f]
+    behind = [v for v, f in zip(values, first) if not f]
+    if not ahead or not behind or len(first) != len(values):
+        return statistics.median(values)
+    a, b = statistics.median(ahead), statistics.median(behind)
+    return math.sqrt(a * b) if a > 0 and b > 0 else (a + b) / 2
+
+
+def _without_place(values: list[float], first: list[bool]) -> list[float]:
+    """`values` each scaled by its place's median to their balanced median: what is left
+    varies within a place only (unchanged where there are not both places)."""
+    ahead = [v for v, f in zip(values, first) if f]
+    behind = [v for v, f in zip(values, first) if not f]
+    if not ahead or not behind or len(first) != len(values):
+        return values
+    medians = {True: statistics.median(ahead), False: statistics.median(behind)}
+    if min(medians.values()) <= 0:
+        return values
+    balanced = balanced_median(values, first)
+    return [v * balanced / medians[f] for v, f in zip(values, first)]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """What the baseline's harness measured of the timed requests besides the calls."""
+
+    request_ms: float = 0.0  # a `time` request with no call, round trip
+    staging_ms: float = 0.0  # `prepare` and `collect` of no call (GPUs: the flush)
+    around_call_ms: float = 0.0  # the harness's work around each call, outside its report
+    empty_call_ms: float | None = None  # an empty run_kernel's reported time
+
+    @classmethod
+    def of(cls, base: Samples) -> Floor:
+        if not base.request_rt:
+            return cls()
+        request = statistics.median(base.request_rt)
+        empty = statistics.median(base.floor) if base.floor else None
+        around = 0.0
+        if base.empty_rt and empty is not None:
+            around = max(statistics.median((rt - request) / n for rt, n in
+                                           zip(base.empty_rt, base.empty_calls)) - empty, 0.0)
+        return cls(request, statistics.median(base.staging_rt) if base.staging_rt else 0.0,
+                   around, empty)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """The time that scores for the submission (per call), and how it was made up."""
+
+    clock_ms: float  # the judge's clock per call (Samples.per_call): what scores
+    reported_ms: float  # median of the harness's reports
+    time_excess_ms: float  # the clock beyond the report, beyond the baseline's same figure
+    charged_time: bool  # that excess is significant: the report was short (forged)
+    prepare_excess_ms: float = 0.0  # `prepare` beyond the baseline's, per call
+    charged_prepare: bool = False
+    cpu_excess_ms: float = 0.0  # the run's CPU time outside the clock, beyond the baseline's
+    charged_cpu: bool = False
+
+    @property
+    def forged(self) -> bool:
+        """A significant difference between what the run reported and what it was charged."""
+        return self.charged_time or self.charged_prepare or self.charged_cpu
+
+    @property
+    def ms(self) -> float:
+        """The clock, and what the run did outside it: CPU time before or after the request
+        (the CPU device), work moved into `prepare` or `collect` (GPUs)."""
+        return (self.clock_ms + (self.cpu_excess_ms if self.charged_cpu else 0.0)
+                + (self.prepare_excess_ms if self.charged_prepare else 0.0))
+
+
+def _median_se(values: list[float]) -> float:
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values)
+    return scoring.MEDIAN_SE_FACTOR * mad / math.sqrt(len(values))
+
+
+def _excess(values: list[float], reference: list[float]) -> tuple[float, float]:
+    """How much `values` exceed `reference`, round by round (the two contenders' samples of one
+    round are paired, so that a drift of the host's speed during the run cancels out): the
+    median of the differences, in standard errors."""
+    differences = [v - r for v, r in zip(values, reference)]
+    excess = statistics.median(differences)
+    return excess, _in_errors(excess, _median_se(differences))
+
+
+def _in_errors(excess: float, noise: float) -> float:
+    """`excess` in standard errors of `noise` (a noiseless excess is infinitely significant)."""
+    return excess / noise if noise > 0 else (math.inf if excess > 0 else 0.0)
+
+
+def _cpu_excess(sub: Samples, base: Samples) -> tuple[float, float]:
+    """The run's CPU time per turn outside the judge's clock, beyond the baseline's, and in
+    standard errors (as `_excess`). Per turn, the CPU time less the clock, above the baseline's
+    usual figure (its median) and never below zero: a turn whose clock holds time the run did
+    not spend on the CPU (a wait, a preemption) must not offset the others, nor spread them out
+    of significance. Of the paired differences, the mean (CPU time is conserved: work left to a
+    few turns counts in full) or, where larger, the median (the typical turn, which the median
+    clock scores: a run that sleeps in some turns hides the work left in those)."""
+    usual = statistics.median(c - rt for c, rt in zip(base.cpu, base.time_rt))
+    sub_out, base_out = ([max(0.0, c - rt - usual) for c, rt in zip(got.cpu, got.time_rt)]
+                         for got in (sub, base))
+    differences = [s - b for s, b in zip(sub_out, base_out)]
+    mean = statistics.fmean(differences)
+    noise = statistics.stdev(differences) / math.sqrt(len(differences)) if len(
+        differences) > 1 else 0.0
+    return max((mean, _in_errors(mean, noise)), _excess(sub_out, base_out))
+
+
+def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
+    """What the submission's calls are charged (see Charge), with the floors measured in the
+    baseline's harness (`floor`: Floor.of(base), where the caller has it already)."""
+    floor = floor or Floor.of(base)
+    sub_clock, base_clock = sub.per_call(floor), base.per_call(floor)
+    clock, reported = balanced_median(sub_clock, sub.first), statistics.median(sub.reported)
+    calls = statistics.median(sub.calls)
+    # per turn, what the clock saw beyond the reports, against the baseline's (the same harness
+    # code): a forged report shows as more. It does not change the score (the clock is the
+    # score); it says that the report was short
+    time_excess, time_z = _excess([(c - r) * n for c, r, n in zip(sub_clock, sub.reported,
+                                                                   sub.calls)],
+                                  [(c - r) * n for c, r, n in zip(base_clock, base.reported,
+                                                                   base.calls)])
+    allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * clock * calls  # of a turn
+    result = Charge(clock, reported, time_excess / calls,
+                    time_z > SIGNIFICANCE and time_excess > allowance)
+    if sub.prepare_rt and base.prepare_rt:  # the copies per call, beyond a flush's
+        excess, z = _excess([p - floor.staging_ms - (b - floor.staging_ms) / m * n
+                             for p, b, n, m in zip(sub.prepare_rt, base.prepare_rt, sub.calls,
+                                                   base.calls)], [0.0] * len(sub.prepare_rt))
+        result = replace(result, prepare_excess_ms=excess / calls,
+                         charged_prepare=z > SIGNIFICANCE and excess > allowance)
+    # CPU time over each turn (read while the run is frozen, so exact) beyond the clock's view of
+    # it: a thread that worked on after the reply left
+    if len(sub.cpu) == len(sub.time_rt) > 0 and len(base.cpu) == len(base.time_rt) > 0:
+        excess, z = _cpu_excess(sub, base)
+        result = replace(result, cpu_excess_ms=excess / calls,
+                         charged_cpu=z > SIGNIFICANCE and excess > ALLOWANCE_MS)
+    return result
+
+
+def per_call_ms(got: Samples) -> float:
+    """A contender's median time per call on the judge's clock, round trip included (0: none)."""
+    return statistics.median(rt / n for rt, n in zip(got.time_rt, got.calls)) if got.calls else 0.0
+
+
+def point_target(samples: dict[str, Samples], share: Callable[[dict[str, float]], float] | None,
+                 timing: Timing) -> float:
+    """The relative standard error this point's paired ratio needs (see interleave)."""
+    if share is None:
+        return timing.target_rse
+    return scoring.point_target(timing.target_rse, share(
+        {role: per_call_ms(got) for role, got in samples.items()}))
+
+
+def point_time_cap(samples: dict[str, Samples],
+                   weight: Callable[[dict[str, float]], float] | None, timing: Timing) -> float:
+    """This point's time cap (see interleave)."""
+    if weight is None:
+        return timing.max_s
+    return scoring.point_time_cap(timing.max_s, weight(
+        {role: per_call_ms(got) for role, got in samples.items()}))
+
+
+def paired_ratios(sub: Samples, base: Samples) -> list[float]:
+    """The two contenders' time per call on the clock, one over the other, per pair of rounds
+    with the submission first in one and second in the other (the geometric mean of the two
+    rounds' ratios): a host that slows down for a while slows both turns of a round (this VM's
+    batches vary by ±20 % from round to round, their ratio by a few percent), and the pair
+    cancels the place's own cost (several %: `balanced_median`), so the ratio settles first."""
+    ratios = [((s / n) / (b / m), first) for s, n, b, m, first in zip(
+        sub.time_rt, sub.calls, base.time_rt, base.calls, sub.first) if b > 0 and s > 0]
+    ahead = [r for r, first in ratios if first]
+    behind = [r for r, first in ratios if not first]
+    if len(sub.first) != len(sub.time_rt):  # no places recorded: round by round
+        return [r for r, _ in ratios]
+    return [math.sqrt(a * b) for a, b in zip(ahead, behind)]
