@@ -421,10 +421,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add the client commands to the `kjudge` parser."""
-    def client_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--server", help="default: $KJUDGE_SERVER or the client config")
-        p.add_argument("--token", help="default: $KJUDGE_TOKEN or the client config")
+    for add in (_submit_parser, _status_parser, _rejudge_parser, _review_parser,
+                _sanction_parser, _audit_parser, _clar_parser, _window_parser,
+                _system_test_parser, _leaderboard_parser, _export_parser):
+        add(sub)
 
+
+def _client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", help="default: $KJUDGE_SERVER or the client config")
+    p.add_argument("--token", help="default: $KJUDGE_TOKEN or the client config")
+
+
+def _submit_parser(sub) -> None:
     sm = sub.add_parser("submit", help="submit a source to the server")
     sm.add_argument("problem")
     sm.add_argument("file")
@@ -435,9 +443,11 @@ def register(sub) -> None:
                     "the sample points only, correctness only, fast")
     sm.add_argument("--wait", action="store_true", help="show progress until the verdict")
     sm.add_argument("--timeout", type=float, default=600)
-    client_args(sm)
+    _client_args(sm)
     sm.set_defaults(func=cmd_submit)
 
+
+def _status_parser(sub) -> None:
     st = sub.add_parser("status", help="a submission's record")
     st.add_argument("id", type=int)
     shown = st.add_mutually_exclusive_group()
@@ -447,9 +457,11 @@ def register(sub) -> None:
     shown.add_argument("--csv", metavar="FILE", help="its results per test point as CSV")
     shown.add_argument("--profile", metavar="FILE", help="a profile submission's Nsight Compute "
                        "report (.ncu-rep)")
-    client_args(st)
+    _client_args(st)
     st.set_defaults(func=cmd_status)
 
+
+def _rejudge_parser(sub) -> None:
     rj = sub.add_parser("rejudge", help="rejudge submissions (admin)")
     rj.add_argument("--submission", type=int, nargs="+")
     rj.add_argument("--problem")
@@ -464,18 +476,22 @@ def register(sub) -> None:
                         help="what a rejudge changes (would, if staged): submissions, board rows")
     settle.add_argument("--apply", type=int, metavar="ID", help="a staged rejudge counts")
     settle.add_argument("--cancel", type=int, metavar="ID", help="a staged rejudge never counts")
-    client_args(rj)
+    _client_args(rj)
     rj.set_defaults(func=cmd_rejudge)
 
+
+def _review_parser(sub) -> None:
     rv = sub.add_parser("review", help="results held for review; clear or disqualify (admin)")
     decide = rv.add_mutually_exclusive_group()
     decide.add_argument("--clear", type=int, metavar="JUDGING", help="it counts as judged")
     decide.add_argument("--disqualify", type=int, metavar="JUDGING", help="it counts nowhere")
     rv.add_argument("--note", default="", help="why (with --clear or --disqualify)")
     rv.add_argument("--undecided", action="store_true", help="only those not decided yet")
-    client_args(rv)
+    _client_args(rv)
     rv.set_defaults(func=cmd_review)
 
+
+def _sanction_parser(sub) -> None:
     sc = sub.add_parser("sanction", help="ignore a submission, disqualify a user or team "
                         "from a contest, ban a user; lift or list sanctions (admin)")
     kinds = sc.add_subparsers(dest="action", required=True)
@@ -496,24 +512,28 @@ def register(sub) -> None:
     ls = kinds.add_parser("list", help="sanctions in force")
     ls.add_argument("--all", action="store_true", help="lifted ones too")
     for p in (ig, dq, bn, lf, ls):
-        client_args(p)
+        _client_args(p)
         p.set_defaults(func=cmd_sanction, submission=None, user=None, team=None,
                        contest=None)
 
+
+def _audit_parser(sub) -> None:
     au = sub.add_parser("audit", help="the organizers' audit log, newest first (admin)")
     au.add_argument("--action", help="by its start: sanction, rejudge, contest.change, …")
     au.add_argument("--actor", help="an organizer's name")
     au.add_argument("--limit", type=int, default=50)
     au.add_argument("--json", action="store_true")
-    client_args(au)
+    _client_args(au)
     au.set_defaults(func=cmd_audit)
 
+
+def _clar_parser(sub) -> None:
     cl = sub.add_parser("clar", help="clarifications and announcements: read them (marked * "
                         "when unread), ask; answer and announce (admin)")
     cl.add_argument("--contest", help="with ask/announce: about this contest; listing: its own "
                     "and the general ones")
     cl.add_argument("--unread", action="store_true", help="only unread ones")
-    client_args(cl)
+    _client_args(cl)
     cl.set_defaults(func=cmd_clar, action="list")
     clar_actions = cl.add_subparsers(dest="action")
     ask = clar_actions.add_parser("ask", help="a question to the organizers")
@@ -527,9 +547,11 @@ def register(sub) -> None:
     ans.add_argument("text")
     ans.add_argument("--public", action="store_true", help="to everyone, not only the asker")
     for p in (ask, ann, ans):
-        client_args(p)
+        _client_args(p)
         p.set_defaults(func=cmd_clar, problem=None, contest=None)
 
+
+def _window_parser(sub) -> None:
     wn = sub.add_parser("window", help="my time in a contest (--start my window); admin: "
                         "--extra USER SECONDS")
     wn.add_argument("contest")
@@ -537,28 +559,34 @@ def register(sub) -> None:
     how.add_argument("--start", action="store_true", help="start my window (once)")
     how.add_argument("--extra", nargs=2, metavar=("USER", "SECONDS"),
                      help="set a user's extra time (admin; 0 takes it away)")
-    client_args(wn)
+    _client_args(wn)
     wn.set_defaults(func=cmd_window)
 
+
+def _system_test_parser(sub) -> None:
     sy = sub.add_parser("system-test", help="a contest's system test: before and after per row; "
                         "--start one now (admin)")
     sy.add_argument("contest")
     sy.add_argument("--start", action="store_true", help="judge the leaders again now (the "
                     "server starts one by itself when a contest ends)")
     sy.add_argument("--reason")
-    client_args(sy)
+    _client_args(sy)
     sy.set_defaults(func=cmd_system_test)
 
+
+def _leaderboard_parser(sub) -> None:
     lb = sub.add_parser("leaderboard", help="the leaderboard")
     lb.add_argument("--contest")
-    client_args(lb)
+    _client_args(lb)
     lb.set_defaults(func=cmd_leaderboard)
 
+
+def _export_parser(sub) -> None:
     ex = sub.add_parser("export", help="export current results, or the whole database (admin)")
     ex.add_argument("--format", choices=["csv", "json", "clarifications", "event-feed", "dump"],
                     default="csv", help="dump: every table, for `kjudge db import` on a new "
                     "database; event-feed: a contest's CCS event feed (NDJSON, for the ICPC "
                     "resolver's contest folder)")
     ex.add_argument("--contest", help="with --format event-feed")
-    client_args(ex)
+    _client_args(ex)
     ex.set_defaults(func=cmd_export)

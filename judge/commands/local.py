@@ -245,6 +245,12 @@ def device_and_sandbox(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     """The local commands' parsers, under `kjudge`'s subcommands."""
+    for add in (_judge_parser, _compare_parser, _problem_parser, _image_parser,
+                _settings_parser):
+        add(sub)
+
+
+def _judge_parser(sub) -> None:
     j = sub.add_parser("judge", help="judge a source against a problem folder")
     j.add_argument("problem", help="problem folder")
     j.add_argument("source", help="the run_kernel source file")
@@ -257,12 +263,16 @@ def register(sub) -> None:
     device_and_sandbox(j)
     j.set_defaults(func=cmd_judge)
 
+
+def _compare_parser(sub) -> None:
     c = sub.add_parser("compare", help="compare two `kjudge judge --json` records")
     c.add_argument("baseline")
     c.add_argument("candidate")
     c.add_argument("--fail-on-regression", type=float, default=5.0, metavar="PCT")
     c.set_defaults(func=cmd_compare)
 
+
+def _problem_parser(sub) -> None:
     p = sub.add_parser("problem", help="problem folders").add_subparsers(dest="action",
                                                                          required=True)
     v = p.add_parser("validate", help="check schema and self-test submissions")
@@ -278,7 +288,6 @@ def register(sub) -> None:
     n.add_argument("--dir", default=str(problems_root()))
     n.set_defaults(func=cmd_new)
     from judge.problem.importers import FORMATS
-
     im = p.add_parser("import", help="a problem folder from another format")
     im.add_argument("--from", dest="format", required=True, choices=FORMATS)
     im.add_argument("source", help="the format's file or folder (see README 'Add a problem')")
@@ -293,6 +302,9 @@ def register(sub) -> None:
     im.add_argument("--sandbox", help="the backend the baseline is judged in (default: the "
                     "setting)")
     im.set_defaults(func=cmd_import)
+
+
+def _image_parser(sub) -> None:
     img = sub.add_parser("image", help="sandbox images").add_subparsers(dest="action",
                                                                          required=True)
     ic = img.add_parser("check", help="versions inside an image (pinned by digest)")
@@ -302,6 +314,9 @@ def register(sub) -> None:
     ic.add_argument("--host-python", action="store_true",
                     help="bind the host's Python (test images made with docker import)")
     ic.set_defaults(func=cmd_image_check)
+
+
+def _settings_parser(sub) -> None:
     st = sub.add_parser("settings", help="the settings in effect (KJUDGE_* variables)")
     st.add_argument("--markdown", action="store_true", help="the table of deploy/README.md")
     st.set_defaults(func=cmd_settings)

@@ -372,6 +372,11 @@ def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add the server-side commands to the `kjudge` parser."""
+    for add in (_serve_parser, _worker_parser, _db_parser, _user_parser, _contest_parser):
+        add(sub)
+
+
+def _serve_parser(sub) -> None:
     s = sub.add_parser("serve", help="run the API (and by default one embedded worker)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
@@ -386,6 +391,8 @@ def register(sub) -> None:
                    help="judge without bubblewrap or Docker (process sandbox: development only)")
     s.set_defaults(func=cmd_serve)
 
+
+def _worker_parser(sub) -> None:
     w = sub.add_parser("worker", help="a Celery worker pinned to one device")
     w.add_argument("--device", help="cpu, cuda:N (default: the GPU if visible)")
     w.add_argument("--queue", help="e.g. judge.cuda.h100 (its .rejudge twin is added)")
@@ -396,6 +403,8 @@ def register(sub) -> None:
                    help="judge without bubblewrap or Docker (process sandbox: development only)")
     w.set_defaults(func=cmd_worker)
 
+
+def _db_parser(sub) -> None:
     d = sub.add_parser("db", help="database").add_subparsers(dest="action", required=True)
     d.add_parser("upgrade", help="apply migrations").set_defaults(func=cmd_db_upgrade)
     de = d.add_parser("export", help="the whole database as one JSON document")
@@ -405,6 +414,8 @@ def register(sub) -> None:
     di.add_argument("file")
     di.set_defaults(func=cmd_db_import)
 
+
+def _user_parser(sub) -> None:
     u = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
     ua = u.add_parser("add", help="create a user and print its token")
     ua.add_argument("name")
@@ -425,6 +436,8 @@ def register(sub) -> None:
     ur.add_argument("name")
     ur.set_defaults(func=cmd_user_reset)
 
+
+def _contest_parser(sub) -> None:
     c = sub.add_parser("contest", help="contests").add_subparsers(dest="action", required=True)
     cu = c.add_parser("unfreeze", help="publish a frozen contest's final board now")
     cu.add_argument("slug")
