@@ -21,13 +21,7 @@ from judge.host.device import DeviceInfo
 from judge.host.telemetry import unusable_compute_mode
 from judge.judging.admission import Admission, SubmissionRejected, Terms, admit
 from judge.judging.contender import Contender
-from judge.judging.context import (
-    DeviceNotReady,
-    JudgeOptions,
-    Judging,
-    NotRunnable,
-    RunFailure,
-)
+from judge.judging.context import DeviceNotReady, JudgeOptions, Judging, NotRunnable, RunFailure
 from judge.judging.guard import GuardRun
 from judge.judging.record import JudgeResult
 from judge.judging.reference import ProblemRuntimeError, Reference

@@ -18,14 +18,7 @@ from sqlalchemy.orm import Session
 from judge.service import sanctions, windows
 from judge.service.contests import frozen_cuts
 from judge.service.counters import results_version
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    ProblemRow,
-    Rejudge,
-    Submission,
-    User,
-)
+from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.service.queueing import DONE
 from judge.service.reviews import DISQUALIFIED, held_for_review
 from judge.service.times import aware

@@ -10,10 +10,7 @@ from sqlalchemy.orm import Session
 from judge.judging.admission import device_kinds
 from judge.problem.schema import ProblemError, load_problem, problem_folders
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    ProblemRow,
-    utcnow,
-)
+from judge.service.models import ProblemRow, utcnow
 from judge.settings import Settings
 
 

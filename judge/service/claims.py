@@ -14,11 +14,7 @@ from sqlalchemy.orm import Session
 from judge.judging.record import JudgeResult
 from judge.service import metrics
 from judge.service.counters import results_changed
-from judge.service.models import (
-    JudgingRow,
-    record_columns,
-    utcnow,
-)
+from judge.service.models import JudgingRow, record_columns, utcnow
 from judge.service.queueing import DONE, QUEUED
 from judge.service.reviews import CLEARED, DISQUALIFIED
 from judge.verdicts import State

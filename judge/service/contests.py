@@ -8,10 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    Contest,
-    utcnow,
-)
+from judge.service.models import Contest, utcnow
 from judge.service.times import aware
 
 

@@ -16,13 +16,7 @@ import judge
 from judge.host.device import default_queue_device
 from judge.judging.record import JudgeResult
 from judge.service.counters import results_changed
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    Submission,
-    record_columns,
-    utcnow,
-)
+from judge.service.models import Contest, JudgingRow, Submission, record_columns, utcnow
 from judge.service.times import aware
 from judge.settings import Settings
 from judge.verdicts import State, Verdict

@@ -18,14 +18,7 @@ from judge.service.boards import board_as_if, find_row, key_of
 from judge.service.catalog import get_problem
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    Rejudge,
-    Submission,
-    User,
-    utcnow,
-)
+from judge.service.models import Contest, JudgingRow, Rejudge, Submission, User, utcnow
 from judge.service.queueing import DONE, REJUDGE_QUEUE, Enqueue, live_queue
 from judge.service.submissions import current_judging, current_of, latest_judging
 

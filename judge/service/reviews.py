@@ -9,13 +9,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    Submission,
-    User,
-    utcnow,
-)
+from judge.service.models import Contest, JudgingRow, Submission, User, utcnow
 
 
 def review_list(s: Session, limit: int = 200, undecided: bool = False

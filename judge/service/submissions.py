@@ -15,14 +15,7 @@ from judge.service import sanctions, windows
 from judge.service.catalog import get_problem
 from judge.service.contests import get_contest
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    ProblemRow,
-    Submission,
-    User,
-    utcnow,
-)
+from judge.service.models import Contest, JudgingRow, ProblemRow, Submission, User, utcnow
 from judge.service.queueing import DONE, Enqueue, queue_device, queue_of
 from judge.service.times import aware
 from judge.settings import Settings

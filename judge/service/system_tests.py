@@ -14,13 +14,7 @@ from judge.service import audit, windows
 from judge.service.boards import SYSTEM_TEST, current_accepted, key_of, latest_system_test, results, row_key
 from judge.service.counters import results_changed
 from judge.service.errors import ServiceError
-from judge.service.models import (
-    Contest,
-    JudgingRow,
-    Rejudge,
-    User,
-    utcnow,
-)
+from judge.service.models import Contest, JudgingRow, Rejudge, User, utcnow
 from judge.service.queueing import SYSTEM_TEST_QUEUE, Enqueue, queue_of
 from judge.service.rejudges import rejudge_progress
 from judge.service.times import aware

@@ -9,10 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from judge.service import boards, contests, errors
-from judge.service.deps import (
-    OptionalUserDep,
-    SessionDep,
-)
+from judge.service.deps import OptionalUserDep, SessionDep
 
 router = APIRouter(tags=["boards"])
 

@@ -6,18 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import Field
 
-from judge.service import (
-    clarifications,
-)
-from judge.service.deps import (
-    AuditDep,
-    Body,
-    IdInPath,
-    RowId,
-    SessionDep,
-    SettingsDep,
-    UserDep,
-)
+from judge.service import clarifications
+from judge.service.deps import AuditDep, Body, IdInPath, RowId, SessionDep, SettingsDep, UserDep
 
 router = APIRouter(tags=["clarifications"])
 

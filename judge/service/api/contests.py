@@ -21,22 +21,9 @@ from judge.service import (
     system_tests,
     windows,
 )
-from judge.service.api.views import (
-    contest_view,
-)
-from judge.service.deps import (
-    AdminDep,
-    AuditDep,
-    Body,
-    Mode,
-    SessionDep,
-    SettingsDep,
-    UserDep,
-)
-from judge.service.models import (
-    Contest,
-    Participation,
-)
+from judge.service.api.views import contest_view
+from judge.service.deps import AdminDep, AuditDep, Body, Mode, SessionDep, SettingsDep, UserDep
+from judge.service.models import Contest, Participation
 
 router = APIRouter(tags=["contests"])
 

@@ -11,13 +11,8 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 
 from judge.service import clarifications, dump, errors, sanctions, submissions
-from judge.service.deps import (
-    AdminDep,
-    SessionDep,
-)
-from judge.service.models import (
-    Submission,
-)
+from judge.service.deps import AdminDep, SessionDep
+from judge.service.models import Submission
 
 router = APIRouter(tags=["export"])
 

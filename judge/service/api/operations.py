@@ -11,14 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import func, select
 
 from judge.service import db, errors, metrics, queueing
-from judge.service.deps import (
-    AdminDep,
-    SessionDep,
-    SettingsDep,
-)
-from judge.service.models import (
-    JudgingRow,
-)
+from judge.service.deps import AdminDep, SessionDep, SettingsDep
+from judge.service.models import JudgingRow
 
 router = APIRouter(tags=["operations"])
 

@@ -10,18 +10,9 @@ from judge import signature
 from judge.languages import get_language
 from judge.problem.schema import ProblemError, load_problem
 from judge.service import boards, catalog, errors
-from judge.service.api.views import (
-    render_markdown,
-)
-from judge.service.deps import (
-    AuditDep,
-    OptionalUserDep,
-    SessionDep,
-    SettingsDep,
-)
-from judge.service.models import (
-    ProblemRow,
-)
+from judge.service.api.views import render_markdown
+from judge.service.deps import AuditDep, OptionalUserDep, SessionDep, SettingsDep
+from judge.service.models import ProblemRow
 
 router = APIRouter(tags=["problems"])
 

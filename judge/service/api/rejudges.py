@@ -10,22 +10,9 @@ from pydantic import Field
 from sqlalchemy import select
 
 from judge.service import broker, rejudges, reviews
-from judge.service.api.views import (
-    rejudge_view,
-    review_view,
-)
-from judge.service.deps import (
-    AdminDep,
-    AuditDep,
-    Body,
-    IdInPath,
-    RowId,
-    SessionDep,
-    SettingsDep,
-)
-from judge.service.models import (
-    Rejudge,
-)
+from judge.service.api.views import rejudge_view, review_view
+from judge.service.deps import AdminDep, AuditDep, Body, IdInPath, RowId, SessionDep, SettingsDep
+from judge.service.models import Rejudge
 
 router = APIRouter(tags=["rejudges and review"])
 

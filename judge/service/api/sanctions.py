@@ -7,21 +7,9 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 from sqlalchemy import select
 
-from judge.service import (
-    audit,
-    sanctions,
-)
-from judge.service.deps import (
-    AdminDep,
-    AuditDep,
-    Body,
-    IdInPath,
-    RowId,
-    SessionDep,
-)
-from judge.service.models import (
-    User,
-)
+from judge.service import audit, sanctions
+from judge.service.deps import AdminDep, AuditDep, Body, IdInPath, RowId, SessionDep
+from judge.service.models import User
 
 router = APIRouter(tags=["sanctions and audit"])
 

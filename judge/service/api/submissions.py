@@ -13,25 +13,9 @@ from sqlalchemy import select
 from judge.judging import report
 from judge.judging.record import JudgeResult
 from judge.service import catalog, errors, queueing, rejudges, sanctions, submissions
-from judge.service.api.views import (
-    highlight_source,
-    judging_view,
-    submission_view,
-)
-from judge.service.deps import (
-    Body,
-    IdInPath,
-    Mode,
-    SessionDep,
-    SettingsDep,
-    UserDep,
-)
-from judge.service.models import (
-    ProfileReport,
-    Rejudge,
-    Submission,
-    User,
-)
+from judge.service.api.views import highlight_source, judging_view, submission_view
+from judge.service.deps import Body, IdInPath, Mode, SessionDep, SettingsDep, UserDep
+from judge.service.models import ProfileReport, Rejudge, Submission, User
 
 router = APIRouter(tags=["submissions"])
 
