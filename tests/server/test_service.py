@@ -17,6 +17,7 @@ from judge.service import (
     catalog,
     claims,
     contests,
+    counting,
     errors,
     queueing,
     rejudges,
@@ -294,7 +295,7 @@ def test_the_leaderboards_query_picks_the_current_judging_as_current_judging_doe
         if current is not None and current.verdict == "AC":
             expected.add((submission.user.name, round(current.score, 9)))
     got = {(name, round(score, 9)) for _uid, name, _team, _slug, score, _at, _id in
-           boards.current_accepted(s)}
+           counting.current_accepted(s)}
     assert got == expected and expected
 
 

@@ -132,52 +132,55 @@ def create_app(config: Settings | None = None, janitor: bool = True) -> FastAPI:
     app.state.janitor = janitor
     app.state.publisher = broker.Publisher(app.state.settings)
     app.add_middleware(BodyLimit, limit=body_limit(app.state.settings))
-
-    @app.middleware("http")
-    async def _latency(request: Request, call_next):
-        """Each request's time, by its route's template (not its path: ids would make a series
-        each) for the operators' metrics."""
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.REQUEST_SECONDS.labels(request.method, getattr(route, "path", "unmatched"),
-                                       str(response.status_code)).observe(
-            time.perf_counter() - started)
-        return response
-
-    @app.exception_handler(ServiceError)
-    async def _service_error(_request: Request, exc: ServiceError):
-        headers = ({"Retry-After": str(max(round(exc.retry_after_s), 1))}
-                   if exc.retry_after_s is not None else None)
-        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
-
-    @app.exception_handler(DBAPIError)
-    async def _database_error(_request: Request, exc: DBAPIError):
-        if not db.unreachable(exc):
-            raise exc  # a query the database refused: a bug, the 500 it is
-        log.warning("database unreachable: %s", str(exc).splitlines()[0])
-        return JSONResponse({"error": "the database is unreachable for a moment; try again"},
-                            status_code=503, headers={"Retry-After": "2"})
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException):
-        # Starlette's own 404 (no route) and 405 (wrong method), in this API's shape
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
-                            headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _bad_request(_request: Request, exc: RequestValidationError):
-        parts = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
-            parts.append(f"{where}: {err['msg']}")
-        return JSONResponse({"error": "malformed request: " + "; ".join(parts)},
-                            status_code=422)
-
+    app.middleware("http")(_latency)
+    for error, handler in ((ServiceError, _service_error), (DBAPIError, _database_error),
+                           (StarletteHTTPException, _http_error),
+                           (RequestValidationError, _bad_request)):
+        app.add_exception_handler(error, handler)
     for resource in resources():
         app.include_router(resource.router)
     web.mount(app)
     return app
+
+
+async def _latency(request: Request, call_next):
+    """Each request's time, by its route's template (not its path: ids would make a series
+    each) for the operators' metrics."""
+    started = time.perf_counter()
+    response = await call_next(request)
+    route = request.scope.get("route")
+    metrics.REQUEST_SECONDS.labels(request.method, getattr(route, "path", "unmatched"),
+                                   str(response.status_code)).observe(
+        time.perf_counter() - started)
+    return response
+
+
+async def _service_error(_request: Request, exc: ServiceError):
+    headers = ({"Retry-After": str(max(round(exc.retry_after_s), 1))}
+               if exc.retry_after_s is not None else None)
+    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+
+async def _database_error(_request: Request, exc: DBAPIError):
+    if not db.unreachable(exc):
+        raise exc  # a query the database refused: a bug, the 500 it is
+    log.warning("database unreachable: %s", str(exc).splitlines()[0])
+    return JSONResponse({"error": "the database is unreachable for a moment; try again"},
+                        status_code=503, headers={"Retry-After": "2"})
+
+
+async def _http_error(_request: Request, exc: StarletteHTTPException):
+    # Starlette's own 404 (no route) and 405 (wrong method), in this API's shape
+    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
+                        headers=exc.headers)
+
+
+async def _bad_request(_request: Request, exc: RequestValidationError):
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
+        parts.append(f"{where}: {err['msg']}")
+    return JSONResponse({"error": "malformed request: " + "; ".join(parts)}, status_code=422)
 
 
 def resources() -> list[ModuleType]:
