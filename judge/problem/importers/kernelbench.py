@@ -63,33 +63,18 @@ def convert(source: Path) -> Draft:
                     f"keep the model, over the {MODEL_CPU_POINT_BYTES >> 20} MB a CPU point "
                     "may hold")
         reduced = None
-    if reduced is not None and reduced[0] == original:  # the file's own sizes fit a CPU
-        points = [("full", original, probe, ["cpu", "cuda"])]
-    else:
-        points = [("full", original, probe, ["cuda"])]
-        if reduced is not None:
-            points.insert(0, ("cpu", reduced[0], reduced[1], ["cpu"]))
+    points = _test_points(original, probe, reduced)
     shown = _distinct_probe(module, constants, points[0][1], forward_args, source.name)
     points = [(name, values | found["scalars"], found, devices)
               for name, values, found, devices in points]
     signature, tests = _signature_and_tests(points, [*original, *probe["scalars"]],
                                             forward_args, probe, shown)
     dtype = next((a["dtype"] for a in signature if a["role"] == "output"), "float32")
-    tol = atol = TOLERANCE.get(dtype, 1e-4)
-    notes = []
-    eval_mode = False
+    tol = TOLERANCE.get(dtype, 1e-4)
+    atol, eval_mode, notes = tol, False, []
     if reduced is not None:
         runs = _run_on_cpu(module, constants, points[0][1], forward_args, source.name)
-        eval_mode = runs["random"]
-        if eval_mode:
-            notes.append("Model draws random numbers in training mode (dropout): its answers "
-                         "cannot be checked, so it runs in eval mode (as at inference).")
-        typical = runs["typical"]
-        if typical > 0 and atol > typical / 10:
-            atol = 10.0 ** math.floor(math.log10(typical / 100))
-            notes.append(f"atol is {atol:g}, not KernelBench's {tol:g}: the reference's outputs "
-                         f"are about {typical:.2g} (90th percentile of |out| at the CPU point), "
-                         "where an answer of zeros would pass the format's tolerance.")
+        atol, eval_mode, notes = _cpu_run_notes(runs, tol)
     return Draft(
         slug=slug_for(source), title=source.stem, source_format=FORMAT,
         signature=signature, tests=tests,
@@ -127,6 +112,34 @@ class FileConstants:
     def apply(self, namespace: dict, values: dict) -> None:
         namespace.update({k: values[k] for k in self.values})
         exec(compile(self.derived, "<derived constants>", "exec"), namespace)  # noqa: S102
+
+
+def _test_points(original: dict, probe: dict, reduced: tuple | None) -> list[tuple]:
+    """(name, constants, probe, devices) of each test point: the file's own sizes on the GPU
+    (and the CPU where they fit it), and the reduced sizes on the CPU where those differ."""
+    if reduced is not None and reduced[0] == original:  # the file's own sizes fit a CPU
+        return [("full", original, probe, ["cpu", "cuda"])]
+    points = [("full", original, probe, ["cuda"])]
+    if reduced is not None:
+        points.insert(0, ("cpu", reduced[0], reduced[1], ["cpu"]))
+    return points
+
+
+def _cpu_run_notes(runs: dict, tol: float) -> tuple[float, bool, list[str]]:
+    """From a run of the model at the CPU point: the absolute tolerance (lowered where the
+    outputs are small), whether it runs in eval mode, and the notes that say why."""
+    atol, notes = tol, []
+    eval_mode = runs["random"]
+    if eval_mode:
+        notes.append("Model draws random numbers in training mode (dropout): its answers "
+                     "cannot be checked, so it runs in eval mode (as at inference).")
+    typical = runs["typical"]
+    if typical > 0 and atol > typical / 10:
+        atol = 10.0 ** math.floor(math.log10(typical / 100))
+        notes.append(f"atol is {atol:g}, not KernelBench's {tol:g}: the reference's outputs "
+                     f"are about {typical:.2g} (90th percentile of |out| at the CPU point), "
+                     "where an answer of zeros would pass the format's tolerance.")
+    return atol, eval_mode, notes
 
 
 def _constants(text: str, file: str) -> FileConstants:
