@@ -36,10 +36,16 @@ def _discover() -> dict[str, type[Sandbox]]:
 
 
 BACKENDS: dict[str, type[Sandbox]] = _discover()
-# what `auto` tries, in order (docker counts as available only when an image is configured and
-# the engine answers)
-PREFERENCE = tuple(sorted((n for n, b in BACKENDS.items() if b.auto_rank is not None),
-                          key=lambda n: BACKENDS[n].auto_rank))
+
+
+def preference(backends: dict[str, type[Sandbox]]) -> tuple[str, ...]:
+    """What `auto` tries, in order: the backends with an `auto_rank`, lowest first."""
+    return tuple(sorted((n for n, b in backends.items() if b.auto_rank is not None),
+                        key=lambda n: backends[n].auto_rank))
+
+
+# docker counts as available only when an image is configured and the engine answers
+PREFERENCE = preference(BACKENDS)
 ISOLATED = tuple(n for n in PREFERENCE if BACKENDS[n].isolates_filesystem)
 
 

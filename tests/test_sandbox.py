@@ -425,7 +425,8 @@ def test_a_backend_is_one_file_that_says_what_it_is(tmp_path, monkeypatch):
     found = registry._discover()
     assert set(found) - {"jail_like"} == set(registry.BACKENDS)
     monkeypatch.setattr(registry, "BACKENDS", found)
-    monkeypatch.setattr(registry, "PREFERENCE", ("jail_like", *registry.PREFERENCE))
+    monkeypatch.setattr(registry, "PREFERENCE", registry.preference(found))
+    assert registry.PREFERENCE == ("jail_like", "docker", "bwrap")  # by auto_rank
     chosen = registry.choose("auto", registry.SandboxConfig(owner="w1"))
     assert chosen.name == "jail_like" and chosen.remove_leftovers(registry.SandboxConfig()) == 7
     assert isolation(chosen())["isolates"] == "host files, network, other processes"
