@@ -5,8 +5,12 @@ and 5 ms calls; doing nothing to the output is right), its baseline a PyTorch-la
 `run_kernel` that busy-waits. Judged against it, on the CPU device:
 - honest: the same busy wait (the speedup should be 1.0: what it is not is the judge's error);
 - forged: the same busy wait with the harness's timer patched to report `--forged` (5 %) less.
-A judge that scores the harness's report gives the forgery 1/(1 - 0.05) = 1.053 at every point;
-one whose clock resolves the forgery gives it what it gives the honest one.
+  A judge that scores the harness's report gives the forgery 1/(1 - 0.05) = 1.053 at every
+  point; one whose clock resolves the forgery gives it what it gives the honest one;
+- trimmed (issue 42): the same busy wait with the harness's timed loop replaced by a leaner one
+  in its own process. A judge that subtracts the baseline harness's per-call work in full
+  credits what was trimmed as speed; one that credits it only within its resolution gives the
+  trim at most that, and does not count the points where it does not fit.
 
     python bench/clock_resolution.py [--runs 3] [--sandbox bwrap] [--forged 0.05] [--no-write]
 
@@ -80,6 +84,34 @@ def _fake(self, fn, *args):
 
 
 _harness.Device.time_call = _fake
+_real_batch = _harness.Device.time_batch
+_harness.Device.time_batch = lambda self, k, b: [{keep} * ms for ms in _real_batch(self, k, b)]
+"""
+
+
+TRIMMED = """import sys
+import time
+
+_harness = sys.modules["__main__"]
+_protocol = sys.modules["protocol"]
+_clock = time.perf_counter_ns
+_honest = _harness.Harness.op_time
+
+
+def _lean(self, msg, record=False):  # the batch with nothing around each call but the clock
+    batch = self.prepared
+    if batch is None or batch.kernel is not self.kernel:
+        return _honest(self, msg, record)
+    self.prepared, times = None, []
+    for args in batch.bound:
+        start = _clock()
+        run_kernel(*args)
+        times.append((_clock() - start) / 1e6)
+    self.collected = batch.sets
+    return {"ok": True, "reports": _protocol.pack_reports(times)}
+
+
+_harness.Harness.op_time = _lean
 """
 
 
@@ -107,9 +139,11 @@ def main() -> None:
     device = detect("cpu")
     sandbox = sandbox_for(device, args.sandbox)
     started = time.monotonic()
-    sources = {"honest": BUSY, "forged": FORGED.format(keep=1 - args.forged) + BUSY}
+    sources = {"honest": BUSY, "forged": FORGED.format(keep=1 - args.forged) + BUSY,
+               "trimmed": TRIMMED + BUSY}
     speedups: dict[str, dict[str, list[float]]] = {k: {} for k in sources}
     batches: dict[str, list[float]] = {}
+    resolved: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         problem = busy_problem(Path(tmp) / "busy")
         for _ in range(args.runs):
@@ -121,15 +155,20 @@ def main() -> None:
                     speedups[kind].setdefault(t.name, []).append(t.speedup)
                     if kind == "honest":
                         batches.setdefault(t.name, []).append(t.batch_calls)
+                        resolved.setdefault(t.name, []).append(bool(t.resolvable))
     unscored = 1 / (1 - args.forged)
-    rows = ["| call | calls per batch | honest speedup (runs) | honest error | forged speedup "
-            "(runs) | forgery's gain over honest |", "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| call | calls per batch | resolvable (runs) | honest speedup (runs) | honest error | "
+            "forged speedup (runs) | forgery's gain over honest | trimmed speedup (runs) | "
+            "trim's gain over honest |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in speedups["honest"]:
         honest, forged = speedups["honest"][name], speedups["forged"][name]
-        h, f = statistics.median(honest), statistics.median(forged)
+        trimmed = speedups["trimmed"][name]
+        h, f, t = (statistics.median(x) for x in (honest, forged, trimmed))
         rows.append(f"| {name.removeprefix('us')} µs | {statistics.median(batches[name]):.0f} | "
+                    f"{sum(resolved[name])} of {len(resolved[name])} | "
                     f"{', '.join(f'{s:.3f}' for s in honest)} | {abs(h - 1):.1%} | "
-                    f"{', '.join(f'{s:.3f}' for s in forged)} | {f / h - 1:+.1%} |")
+                    f"{', '.join(f'{s:.3f}' for s in forged)} | {f / h - 1:+.1%} | "
+                    f"{', '.join(f'{s:.3f}' for s in trimmed)} | {t / h - 1:+.1%} |")
     block = "\n".join([
         f"Measured {date.today()} on {platform.processor() or platform.machine()} "
         f"({len(os.sched_getaffinity(0))} CPUs), sandbox `{args.sandbox}`, "
@@ -138,9 +177,14 @@ def main() -> None:
         "",
         f"A busy wait judged against the same busy wait (honest), and with the harness's timer "
         f"forged to report {args.forged:.0%} less (forged): scoring the report would give the "
-        f"forgery {unscored:.3f}. A turn is a batch of calls lasting at least "
-        f"{timing.BATCH_MS:g} ms on the judge's clock, each call on its own fresh inputs; the "
-        "clock, less the baseline harness's request and per-call floors, scores.",
+        f"forgery {unscored:.3f}; and with the harness's timed loop replaced in its own process "
+        "by a leaner one (trimmed: the same busy wait, its reports true), which the judge that "
+        "subtracted the baseline harness's per-call work in full credited as speed. A turn is a "
+        f"batch of calls lasting at least {timing.BATCH_MS:g} ms on the judge's clock, each call "
+        "on its own fresh inputs; the clock scores, less the judge's part of a request and the "
+        "baseline harness's work per request and per call, the latter only up to three times the "
+        "problem's target error of the call (a point where it does not fit is not resolvable and "
+        "does not count in the score).",
         "",
         *rows,
     ])

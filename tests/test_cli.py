@@ -136,6 +136,30 @@ def test_bundled_problems_validate_with_their_self_tests(slug):
     out = kjudge("problem", "validate", PROBLEMS / slug)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "FAIL" not in out.stdout
+    if slug == "softmax":  # its 3x5 sample point is timed too: far too short to resolve
+        assert "note" in out.stdout and "<timing tiny>  " in out.stdout
+        assert "not resolvable" in out.stdout and "Resolvable from" in out.stdout
+
+
+def test_validate_names_the_points_too_short_to_resolve():
+    """Issue 42: a point whose baseline calls are too short for the judge to resolve beyond its
+    harness's own work does not count in the score; the organizer is told which, and from what
+    size it would (the largest dimension scaled by the call time it needs)."""
+    from judge.judging.record import JudgeResult, TestReport
+    from judge.judging.selftest import resolution_outcomes
+    from judge.verdicts import Verdict
+
+    def point(name, n, ms, from_ms):
+        return TestReport(name, verdict=Verdict.AC, params={"n": n}, time_ms=ms, baseline_ms=ms,
+                          harness_ms=0.001, baseline_resolvable_from_ms=from_ms)
+
+    result = JudgeResult(verdict=Verdict.AC, tests=[point("tiny", 7, 0.002, 0.05),
+                                                    point("big", 10**6, 1.0, 0.5)])
+    (note,) = resolution_outcomes(result)
+    assert note.status == "note" and str(note.path) == "<timing tiny>"
+    assert "n=175" in note.detail and "50 µs" in note.detail  # 25 times the work
+    result.tests[1].baseline_resolvable_from_ms = 2.0
+    assert [o.status for o in resolution_outcomes(result)] == ["note", "note", "warn"]
 
 
 def test_image_check_prints_the_versions_inside():

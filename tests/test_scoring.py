@@ -239,3 +239,44 @@ def test_points_that_weigh_alike_keep_the_whole_time_cap():
     assert scoring.point_weight("total_time", fast_run, heaviest) == 1.0
     assert scoring.point_time_cap(3.0, scoring.point_weight(
         "total_time", {"submission": 0.2, "baseline": 0.2}, heaviest)) == pytest.approx(0.3)
+
+
+def _judged(points: list[tuple[float, float, bool | None]], aggregate: str = "geomean"):
+    """A judging's record after scoring, its timed points (time, baseline's time, resolvable)."""
+    from types import SimpleNamespace
+
+    from judge.judging.record import JudgeResult, TestReport
+    from judge.judging.stages import score
+    from judge.problem.schema import Scoring
+    from judge.verdicts import Verdict
+
+    result = JudgeResult(verdict=Verdict.AC, tests=[
+        TestReport(f"p{i}", verdict=Verdict.AC, time_ms=t, baseline_ms=b,
+                   speedup=scoring.speedup(b, t), target_rse=0.01, resolvable=resolvable)
+        for i, (t, b, resolvable) in enumerate(points)])
+    j = SimpleNamespace(result=result, spec=SimpleNamespace(
+        scoring=Scoring(aggregate=aggregate, score="100 * speedup")))
+    score.score(j)
+    return result
+
+
+def test_a_point_the_judge_cannot_resolve_does_not_carry_the_score():
+    """Issue 42: where the harness's own work is a large part of a call, what the submission's
+    process trims of it passes for speed; such a point is shown and not counted. The points
+    that are resolvable score alone (older records, without the field, count as before)."""
+    result = _judged([(0.1, 1.0, False), (1.0, 2.0, True), (2.0, 4.0, None)])
+    assert result.speedup == pytest.approx(2.0)
+    assert result.applied["unresolvable_points"] == ["p0"]
+    for aggregate in ("geomean", "total_time"):
+        assert _judged([(0.1, 1.0, False), (1.0, 1.0, True)], aggregate).speedup == 1.0
+
+
+def test_with_no_resolvable_point_none_counts_above_the_baseline():
+    """Where no point is resolvable (a problem of tiny calls only, which `kjudge problem
+    validate` warns of), every point counts at most at the baseline's time: a trimmed harness
+    cannot lift the score above 1, and what is slower than the baseline still shows."""
+    result = _judged([(0.1, 1.0, False), (4.0, 2.0, False)])
+    assert result.speedup < 1.0 and result.speedup == pytest.approx(
+        scoring.aggregate("geomean", [1.0, 2.0], [1.0, 4.0], [0.01, 0.01]))
+    assert result.tests[0].counted_speedup <= 1.0 and result.tests[1].counted_speedup == 0.5
+    assert any("resolve" in flag for flag in result.flags)

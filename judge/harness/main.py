@@ -19,11 +19,12 @@ import json
 import mmap
 import os
 import resource
-import statistics
 import sys
 import time
 import traceback
 import warnings
+from collections.abc import Callable
+from typing import NamedTuple
 
 _perf_counter_ns = time.perf_counter_ns  # captured before any contestant code is loaded
 
@@ -157,6 +158,23 @@ class Device:
         if self.flush_read is not None:
             self._flush_sum = self.flush_read.sum()  # kept: the read must not be skipped
 
+    def time_batch(self, kernel: Kernel, bound: list[tuple]) -> list[float]:
+        """Milliseconds of each call of `kernel` on each of the `bound` argument tuples, one
+        after another. CPU: nothing around a call but the clock's two reads (what the harness
+        does per call is credited only within the judge's resolution, so it is kept to what a
+        call cannot do without); GPU: `time_call` each."""
+        call, check = kernel.call, kernel.check
+        if self.is_cuda:
+            return [self.time_call(lambda a=args: call(*a), check) for args in bound]
+        clock, times = _perf_counter_ns, []
+        for args in bound:
+            start = clock()
+            call(*args)
+            times.append((clock() - start) / 1e6)
+            if check is not None:
+                check()
+        return times
+
     def time_call(self, fn, check=None) -> float:
         """Milliseconds of one call, with `check` (errors the call left behind) outside it.
 
@@ -182,7 +200,7 @@ class Device:
             self._sync()  # waits for every stream of the context, the submission's own too
         except BaseException:
             if check is not None:
-                check()  # the submission's runtime names the error it hit
+                check(synchronize=True)  # the submission's runtime names the error it hit
             raise
         settled.record()
         settled.synchronize()
@@ -191,6 +209,19 @@ class Device:
         ms = start.elapsed_time(end)
         self._last_settle_ms = end.elapsed_time(settled)
         return max(ms, start.elapsed_time(settled) - self.settle_floor_ms)
+
+
+class Kernel(NamedTuple):
+    """A run_kernel as the harness calls it: `call(*bind(values))`, then `check()` where there is
+    one. A call's arguments are bound once per input set (a native kernel's pointers), outside
+    the timed batch."""
+
+    call: Callable
+    bind: Callable[[list], tuple] = tuple
+    check: Callable[..., None] | None = None
+
+    def __call__(self, values: list) -> None:
+        self.call(*self.bind(values))
 
 
 def load_python(path: str):
@@ -202,6 +233,14 @@ def load_python(path: str):
     if not callable(fn):
         raise LoadError("the source does not define a callable run_kernel")
     return fn
+
+
+def python_kernel(fn) -> Kernel:
+    return Kernel(fn)
+
+
+def native_kernel(call: NativeCall, check=None) -> Kernel:
+    return Kernel(call.raw, call.bind, check)
 
 
 def load_native(path: str, args: list[dict]):
@@ -217,39 +256,66 @@ def load_native(path: str, args: list[dict]):
     if device_check is None:
         return call, None
     device_check.restype = ctypes.c_int
-    device_check.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    device_check.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
     message = ctypes.create_string_buffer(512)
 
-    def check():
-        if device_check(message, len(message)):
+    def check(synchronize: bool = False):
+        if device_check(message, len(message), int(synchronize)):
             raise DeviceError("device error after run_kernel returned: "
                               + message.value.decode(errors="replace"))
 
     return call, check
 
 
-def _native_call(fn, args: list[dict]):
-    """A Python callable that passes tensors by address and scalars by C type to `fn`."""
-    fn.restype = None
-    fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
-                   for a in args]
+class NativeCall:
+    """A Python callable that passes tensors by address and scalars by C type to `fn`;
+    `raw(*bind(values))` is the same call with the addresses taken beforehand."""
 
-    def call(*values):
-        fn(*[v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values])
+    def __init__(self, fn, args: list[dict]):
+        fn.restype = None
+        fn.argtypes = [_C_SCALARS[a["dtype"]] if a["role"] == "scalar" else ctypes.c_void_p
+                       for a in args]
+        self.raw = fn
 
-    return call
+    @staticmethod
+    def bind(values) -> tuple:
+        return tuple(v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values)
+
+    def __call__(self, *values) -> None:
+        self.raw(*self.bind(values))
 
 
-def empty_kernel(loader: str, args: list[dict]):
-    """A run_kernel that does nothing, called the way the submission's is: what a timed call
-    costs with no work in it (the floor reported with every test point). Native: the same
-    argument conversion into a C function that returns at once (libc's getpid, which ignores
-    its arguments under the C calling convention)."""
+def _native_call(fn, args: list[dict]) -> NativeCall:
+    return NativeCall(fn, args)
+
+
+def empty_kernel(loader: str, args: list[dict], device: Device | None = None) -> Kernel:
+    """A run_kernel that does nothing, called the way a run_kernel of `loader` is, with the same
+    steps around it: what a timed call costs with no work in it (the floor turns). Native: the
+    same argument conversion into a C function that returns at once (libc's getpid, which
+    ignores its arguments under the C calling convention) and, on a GPU, a device check of the
+    same cost as the one linked into a native submission (a ctypes call of the runtime's
+    cudaGetLastError; no second synchronize: time_call has synchronized)."""
     if loader != "native":
-        return lambda *values: None
+        return Kernel(lambda *values: None)
     libc = ctypes.CDLL(None)
-    return _native_call(ctypes.CFUNCTYPE(None)(ctypes.cast(libc.getpid, ctypes.c_void_p).value),
-                        args)
+    call = NativeCall(ctypes.CFUNCTYPE(None)(ctypes.cast(libc.getpid, ctypes.c_void_p).value),
+                      args)
+    return native_kernel(call, _empty_device_check() if device and device.is_cuda else None)
+
+
+def _empty_device_check():
+    cudart = _cudart() if torch.version.cuda else None
+    last_error = getattr(cudart, "cudaGetLastError", None)
+    if last_error is None:
+        return None
+    last_error.restype = ctypes.c_int
+
+    def check(synchronize: bool = False):
+        if last_error():
+            raise DeviceError("device error after an empty call")
+
+    return check
 
 
 class LoadError(Exception):
@@ -431,6 +497,13 @@ class InputSet:
         for name, t in self.outputs.items():
             self.host_outputs[name].copy_(t)
 
+    def bound(self, kernel: Kernel) -> tuple:
+        """This set's arguments as `kernel` takes them, bound once (the tensors are fixed)."""
+        cache = self.__dict__.setdefault("_bound", {})
+        if kernel.bind not in cache:
+            cache[kernel.bind] = kernel.bind(self.values)
+        return cache[kernel.bind]
+
     def modified_inputs(self) -> list[str]:
         return [n for n, t in self.inputs.items() if n in self.pristine
                 and not torch.equal(_bytes(t), _bytes(self.pristine[n]))]
@@ -503,6 +576,15 @@ def _bytes(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1).view(torch.uint8)
 
 
+class Batch(NamedTuple):
+    """A timed turn readied by `prepare`: its sets, the kernel called on them (None: an audit,
+    each call recorded) and each set's arguments bound for it."""
+
+    sets: list[InputSet]
+    kernel: Kernel | None
+    bound: list[tuple]
+
+
 class Harness:
     def __init__(self, config: dict, channel: Channel):
         self.config = config
@@ -525,21 +607,30 @@ class Harness:
                 min(1.0, (config["gpu_memory_bytes"] + own) / total), self.device.torch_device)
         self.sets: list[InputSet] = []
         self.next_set = 0
-        self.prepared: list[InputSet] | None = None
+        self.prepared: Batch | None = None
         self.fresh: list[InputSet] = []  # the timed calls' fresh inputs, a set per batch slot
+        self.fresh_bound: dict[tuple[int, int], list[tuple]] = {}  # see _bound
         rule = config.get("operator_rule")
         # the language's runtime packages (config `packages`): their operators are not the
         # submission's, and their versions are reported
         self.packages = config.get("packages") or []
         self.recorder = OperatorRecorder(rule, self.packages) if rule else None
-        self.fn = self.check = None
-        self.empty: dict[str, object] = {}  # empty run_kernels by loader (the floor's)
+        self.kernel: Kernel | None = None
+        self.empty: dict[str, Kernel] = {}  # empty run_kernels by loader (the floor turns')
 
     def load_kernel(self) -> None:
         if self.config["loader"] == "native":
-            self.fn, self.check = load_native(self.config["artifact"], self.args)
+            self.kernel = native_kernel(*load_native(self.config["artifact"], self.args))
         else:
-            self.fn = load_python(self.config["artifact"])
+            self.kernel = python_kernel(load_python(self.config["artifact"]))
+
+    def kernel_for(self, empty: str | None) -> Kernel:
+        """run_kernel, or with `empty` (a loader) one that does nothing, loaded that way."""
+        if not empty:
+            return self.kernel
+        if empty not in self.empty:
+            self.empty[empty] = empty_kernel(empty, self.args, self.device)
+        return self.empty[empty]
 
     def call(self, inputs: InputSet, empty: str | None = None, record: bool = True) -> float:
         """One call of run_kernel on `inputs`: its time in milliseconds (see Device.time_call).
@@ -547,23 +638,20 @@ class Harness:
         `record`: with the problem's operator rule enforced (the checked and warm-up calls; a
         timed call is not, so that a Triton or TileLang contender pays no Python dispatch per
         ATen call that the baseline does not)."""
-        if empty:  # the same steps around the call: the judge subtracts them (timing.Floor)
-            if empty not in self.empty:
-                self.empty[empty] = empty_kernel(empty, self.args)
-            fn = self.empty[empty]
-            ms = self.device.time_call(lambda: fn(*inputs.values))
-        elif self.recorder is None or not record:
-            ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+        kernel = self.kernel_for(empty)
+        if empty or self.recorder is None or not record:
+            ms = self.device.time_call(lambda: kernel(inputs.values), kernel.check)
         else:
             with self.recorder:  # entered and left outside the measured call
-                ms = self.device.time_call(lambda: self.fn(*inputs.values), self.check)
+                ms = self.device.time_call(lambda: kernel(inputs.values), kernel.check)
         inputs.verify_layout()
         return ms
 
     def op_load(self, msg: dict) -> dict:
         for fresh in self.fresh:
             fresh.unpin()
-        self.sets, self.prepared, self.fresh = [], None, []
+        self.sets, self.prepared, self.fresh, self.fresh_bound = [], None, [], {}
+        self.collected = []
         if self.device.is_cuda:
             torch.cuda.empty_cache()  # the last test point's tensors go back to the device
         for file in msg["files"]:
@@ -616,26 +704,37 @@ class Harness:
         deadline = _perf_counter_ns() + msg["seconds"] * 1e9
         calls = 0
         while calls < msg["min_calls"] or _perf_counter_ns() < deadline:
-            self.op_prepare({})
-            self.op_time({}, record=True)  # untimed: the rule holds here too
+            self.op_prepare({"record": True})  # untimed: the rule holds here too
+            self.op_time({})
             self.op_collect({})
             calls += 1
         return {"ok": True, "calls": calls}
 
     def op_prepare(self, msg: dict) -> dict:
-        """Before a timed turn, in a request of its own so that the judge's clock around the
-        timed request is not drowned in the flush's own time: the fresh inputs of the turn's
-        `calls` (`fresh`: copied to the device from the shared file's first sets) or the next
-        loaded set, outputs poisoned, cache flushed."""
+        """Ready a timed turn, in a request of its own so that the judge's clock around `time`
+        holds the calls and as little else as can be: the turn's sets (`fresh`: the first
+        `calls` shared sets, on a GPU copied to the device with their outputs poisoned there;
+        else the next loaded set, poisoned), their arguments bound for the run_kernel that
+        `empty` names or the submission's (`record`: an audit, each call recorded), the cache
+        flushed (on the CPU the judge flushes from outside once this is answered). The last
+        turn's first and last sets are checked first: still the tensors run_kernel was given
+        (every set, on a GPU, in `collect`; on the CPU the judge reads the shared outputs that a
+        swapped tensor would leave poisoned). Nothing here grows with the batch on the CPU,
+        where the run's CPU time over the turn is compared with the baseline's."""
+        for inputs in self.collected[:1] + self.collected[1:][-1:]:
+            inputs.verify_layout()
+        calls = msg.get("calls", 1)
         if msg.get("fresh"):
-            self.prepared = self.fresh[:msg.get("calls", 1)]
-            for inputs in self.prepared:
+            sets = self.fresh[:calls]
+            for inputs in sets:
                 if inputs.staged:
                     inputs.stage_in()
         else:
-            self.prepared = [self.sets[self.next_set]]
+            sets = [self.sets[self.next_set]]
             self.next_set = (self.next_set + 1) % len(self.sets)
-        for inputs in self.prepared:
+        for inputs in sets:
+            if msg.get("fresh") and not inputs.staged:
+                continue  # the shared outputs themselves, which the judge poisoned
             for name, t in inputs.outputs.items():
                 if inputs.staged and t.dtype in _PACKED:
                     # the judge's own random poison, from the shared file it just poisoned:
@@ -644,32 +743,46 @@ class Harness:
                                               non_blocking=True)
                 else:
                     poison(t)
+        audit = bool(msg.get("record")) and self.recorder is not None
+        kernel = None if audit else self.kernel_for(msg.get("empty"))
+        self.prepared = Batch(sets, kernel, [] if kernel is None else self._bound(
+            kernel, sets, calls if msg.get("fresh") else None))
         self.device.flush_cache()
         self.device.synchronize()  # on a GPU the copies and fills are asynchronous
         return {"ok": True}
 
+    def _bound(self, kernel: Kernel, sets: list[InputSet], fresh_calls: int | None
+               ) -> list[tuple]:
+        """Each set's arguments for `kernel`; for the first `fresh_calls` fresh sets, bound once
+        a test point."""
+        if fresh_calls is None:
+            return [inputs.bound(kernel) for inputs in sets]
+        key = (id(kernel), fresh_calls)
+        if key not in self.fresh_bound:
+            self.fresh_bound[key] = [inputs.bound(kernel) for inputs in sets]
+        return self.fresh_bound[key]
+
     def op_time(self, msg: dict, record: bool = False) -> dict:
-        """A timed turn: `calls` consecutive calls (default one, none for the request's own
-        floor), each on its own inputs: what `prepare` readied, else (`fresh`, the CPU device,
-        where the judge wrote the inputs, poisoned the outputs and flushed the cache) the shared
-        sets themselves. Replies with the calls' reported times (`ms` their median)."""
-        calls = msg.get("calls", 1)
+        """A timed turn: the calls `prepare` readied, one after another, each on its own set
+        (without a `prepare`, readied here: warm-up and direct use). Replies with every call's
+        reported time."""
         if self.prepared is None:
-            if msg.get("fresh"):
-                self.prepared = self.fresh[:calls]
-            else:
-                self.op_prepare({})
-        batch, self.prepared = self.prepared[:calls], None
-        record = record or msg.get("record", False)
+            self.op_prepare({**msg, "record": record or msg.get("record", False)})
+        batch, self.prepared = self.prepared, None
+        if len(batch.sets) != msg.get("calls", len(batch.sets)):
+            raise Refused("RE", "the timed request does not match the batch prepared for it")
         collecting = gc.isenabled()
         gc.disable()  # a collection in a batch (milliseconds) is noise the clock would charge
         try:
-            times = [self.call(inputs, empty=msg.get("empty"), record=record) for inputs in batch]
+            if batch.kernel is None:  # an audit, left out of the timing
+                times = [self.call(inputs, record=True) for inputs in batch.sets]
+            else:
+                times = self.device.time_batch(batch.kernel, batch.bound)
         finally:
             if collecting:
                 gc.enable()
-        self.collected = batch
-        return {"ok": True, "ms": statistics.median(times) if times else 0.0}
+        self.collected = batch.sets
+        return {"ok": True, "reports": protocol.pack_reports(times)}
 
     collected: list[InputSet] = []  # the last timed turn's sets, until `collect`
 
@@ -677,6 +790,8 @@ class Harness:
         """After a timed turn on a GPU, in a request of its own (the copy varies with the
         process, the judge compares it with the baseline's): the outputs back to the file."""
         batch, self.collected = self.collected, []
+        for inputs in batch:
+            inputs.verify_layout()
         staged = [inputs for inputs in batch if inputs.staged]
         for inputs in staged:
             inputs.stage_out()
@@ -690,6 +805,7 @@ class Harness:
                     "warmup": self.op_warmup, "prepare": self.op_prepare, "time": self.op_time,
                     "collect": self.op_collect}
         for line in sys.stdin.buffer:
+            received = _perf_counter_ns()
             msg = json.loads(line)
             if msg["op"] == "exit":
                 break
@@ -702,6 +818,7 @@ class Harness:
                     raise
                 kind = "MLE" if isinstance(exc, _OUT_OF_MEMORY) else "RE"
                 reply = {"ok": False, "kind": kind, "error": _format_error(exc)}
+            reply["handled_ms"] = (_perf_counter_ns() - received) / 1e6
             self.channel.reply(id=msg.get("id"), **reply)
         self.channel.reply(ok=True, bye=True)
 

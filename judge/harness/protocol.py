@@ -37,11 +37,16 @@ Requests (fields besides `op` and `id`):
            record                round trip), each on its own set: what `prepare` readied, else
                                  (`fresh`, the CPU device) the shared sets themselves, which the
                                  judge filled, poisoned and flushed around while the run was
-                                 frozen. Replies `ms`: the calls' median report.
+                                 frozen. Replies `reports`: every call's reported time
+                                 (`pack_reports`), and `handled_ms`: the harness's own time from
+                                 reading the request to replying (trusted only in the baseline's
+                                 harness, where no contestant code runs: what of a request's
+                                 round trip is the harness's work, see judge/judging/charging.py).
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
-                                 does nothing, called as that loader calls one (the floor of the
-                                 timing, for the report only; asked of the baseline's harness).
-                                 `record`: with the problem's operator rule enforced (an audit)
+                                 does nothing, called as that loader calls one, with the same
+                                 steps around it (the floor turns; asked of the baseline's
+                                 harness). `record`: with the problem's operator rule enforced
+                                 (an audit)
   collect                        after a timed call on a GPU: its outputs copied back to the shared
                                  file (a request of its own, so that the copy is not in `time`)
   exit                           the harness says {"ok": true, "bye": true} and ends
@@ -49,7 +54,7 @@ Requests (fields besides `op` and `id`):
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
 header (both sides know the shapes and dtypes); written and read with `write_raw` / `read_raw`.
 
-Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run and time; `pinned`, for load:
+Replies: {"id", "ok": true, ...} (`ms`: the call's time, for run; `pinned`, for load:
          whether the shared files are page-locked for the device's copies) or
          {"id", "ok": false, "kind": one of REPLY_KINDS, "error": text}.
 
@@ -65,10 +70,12 @@ file_size_bytes (RLIMIT_FSIZE, only lowered).
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import os
 import secrets
 import stat
+from array import array
 from typing import NamedTuple
 
 
@@ -139,6 +146,20 @@ def request(op: str, **fields) -> dict:
 def answers(reply: dict, sent: dict) -> bool:
     """Whether `reply` is the harness's answer to the request `sent`."""
     return reply.get("id") == sent.get("id")
+
+
+def pack_reports(times_ms: list[float]) -> str:
+    """A batch's reported times, one per call, as text: float64 in the machine's order, base64
+    (a thousand floats through json.dumps cost the timed request ~0.2 ms, this ~10 µs)."""
+    return base64.b64encode(array("d", times_ms).tobytes()).decode()
+
+
+def unpack_reports(text: str) -> list[float]:
+    """`pack_reports`' inverse; ValueError for anything that is not such a list."""
+    raw = base64.b64decode(text.encode(), validate=True)
+    if len(raw) % 8:
+        raise ValueError("reports are not a whole number of float64")
+    return array("d", raw).tolist()
 
 
 Region = tuple[int, int]  # (address, bytes): a contiguous tensor's memory

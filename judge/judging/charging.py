@@ -42,20 +42,23 @@ class Samples:
     milliseconds."""
 
     reported: list[float] = field(default_factory=list)  # by the harness: the calls' median
+    each_call: list[list[float]] = field(default_factory=list)  # by the harness: every call's
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
     calls: list[int] = field(default_factory=list)  # calls in the batch
     # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
     prepare_rt: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)  # the run's CPU time over each turn (cgroup)
     first: list[bool] = field(default_factory=list)  # whether the turn came first in its round
-    # the baseline's harness, in floor turns: an empty run_kernel's reported time (the floor);
-    # the round trip of a request with no call, and the `prepare` and `collect` of none; a batch
-    # of empty calls (its round trip and its number of calls)
-    floor: list[float] = field(default_factory=list)
+    # the baseline's harness, in floor turns: the round trip of a request with no call, the
+    # harness's own time handling it, and the `prepare` and `collect` of none; by loader, a batch
+    # of empty run_kernels called that loader's way: their median report (the floor), the
+    # batch's round trip and its number of calls
     request_rt: list[float] = field(default_factory=list)
+    request_handled: list[float] = field(default_factory=list)
     staging_rt: list[float] = field(default_factory=list)
-    empty_rt: list[float] = field(default_factory=list)
-    empty_calls: list[int] = field(default_factory=list)
+    floor: dict[str, list[float]] = field(default_factory=dict)
+    empty_rt: dict[str, list[float]] = field(default_factory=dict)
+    empty_calls: dict[str, list[int]] = field(default_factory=dict)
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
 
     def extend(self, other: Samples) -> None:
@@ -64,11 +67,17 @@ class Samples:
             if isinstance(values, list):
                 getattr(self, name).extend(values)
 
+    def call_clock(self, floor: Floor) -> list[float]:
+        """Each turn's time per call on the judge's clock, less the judge's own part of the
+        request (Floor.judge_ms): what the contestant's process did per call, its harness's
+        work included."""
+        return [(rt - floor.judge_ms) / calls for rt, calls in zip(self.time_rt, self.calls)]
+
     def per_call(self, floor: Floor) -> list[float]:
-        """Each turn's time per call on the judge's clock: the round trip less a request's own,
-        over the calls, less the harness's work around each call."""
-        return [(rt - floor.request_ms) / calls - floor.around_call_ms
-                for rt, calls in zip(self.time_rt, self.calls)]
+        """Each turn's time per call that scores: `call_clock` less the harness's work as far
+        as the judge credits it (Floor.credit)."""
+        return [clock - floor.credit(clock, calls)
+                for clock, calls in zip(self.call_clock(floor), self.calls)]
 
     def stats(self, floor: Floor) -> scoring.Stats:
         """The time per call's statistics, its median balanced over the turn's place in the
@@ -107,27 +116,93 @@ def _without_place(values: list[float], first: list[bool]) -> list[float]:
     return [v * balanced / medians[f] for v, f in zip(values, first)]
 
 
+# The harness's work is credited up to this many times the problem's target relative error of
+# a call (Floor.resolution): the bound under which the judge charges no difference either
+# (SIGNIFICANCE), so that what a trimmed harness gains is lost in the judge's own noise. On the
+# CPU device a request's handling by the harness costs ~50 µs (its Python, cold after the
+# flush) and the first call of a batch ~10 µs more: at 2 errors no vector_add point resolved
+# (its 1 ms calls come two to a batch); at 3 the calls from ~1.3 ms there, ~70 µs at softmax's
+# batches of 64 (bench/clock_resolution.py).
+RESOLUTION_ERRORS = SIGNIFICANCE
+
+
+def resolution(target_rse: float) -> float:
+    """The fraction of a call that the harness's work is credited up to (Floor.resolution)."""
+    return RESOLUTION_ERRORS * target_rse
+
+
 @dataclass(frozen=True)
 class Floor:
-    """What the baseline's harness measured of the timed requests besides the calls."""
+    """What the baseline's harness (no contestant code) measured of the timed requests besides
+    the calls, for one loader, and what of it the judge credits back.
+
+    A timed request's round trip is the judge's own part (writing the request, the pipes,
+    thawing and freezing the run: `judge_ms`, the same whoever answers) and the contestant's
+    process's: its harness's work per request and per call, and the calls. The harness shares
+    that process, so its work can be trimmed — a leaner loop patched in from Python, a batch
+    called from C through the C API — and whatever of it were subtracted as the baseline's
+    harness showed it would be credited to a trimmed one as speed. So the judge credits the
+    harness's work (`harness_ms`) only up to `resolution` of the call (the relative error the
+    judge claims, the problem's target_rse): a trim gains at most that, at any size. A point
+    whose calls are too short for the harness's work to fit in it is not resolvable
+    (`resolvable`): its speedup is the harness's as much as the kernel's, and it does not carry
+    the score (judge/judging/stages/score.py)."""
 
     request_ms: float = 0.0  # a `time` request with no call, round trip
+    handled_ms: float = 0.0  # of which the harness's own time, from reading it to replying
     staging_ms: float = 0.0  # `prepare` and `collect` of no call (GPUs: the flush)
-    around_call_ms: float = 0.0  # the harness's work around each call, outside its report
+    call_ms: float = 0.0  # an empty run_kernel's whole cost per call, on the judge's clock
     empty_call_ms: float | None = None  # an empty run_kernel's reported time
+    resolution: float = 0.0  # the fraction of a call that the harness's work is credited up to
+
+    @property
+    def judge_ms(self) -> float:
+        """The request's round trip outside the harness: no run can shorten it."""
+        return max(self.request_ms - self.handled_ms, 0.0)
+
+    @property
+    def around_call_ms(self) -> float:
+        """The harness's work around each call, outside its report."""
+        return max(self.call_ms - (self.empty_call_ms or 0.0), 0.0)
+
+    def harness_ms(self, calls: float) -> float:
+        """The harness's own work per call in a batch of `calls` (its request's share too)."""
+        return self.handled_ms / max(calls, 1) + self.call_ms
+
+    def credit(self, call_clock: float, calls: float) -> float:
+        """What is subtracted from a call that took `call_clock`: the harness's work, at most
+        `resolution` of the call."""
+        return min(self.harness_ms(calls), self.resolution * call_clock)
+
+    def resolvable(self, call_clock: float, calls: float) -> bool:
+        """Whether the harness's work fits in `resolution` of such a call."""
+        return self.harness_ms(calls) <= self.resolution * call_clock
+
+    def resolvable_from_ms(self, calls: float) -> float:
+        """The shortest call, on the judge's clock, that is resolvable in batches of `calls`."""
+        return self.harness_ms(calls) / self.resolution if self.resolution > 0 else math.inf
 
     @classmethod
-    def of(cls, base: Samples) -> Floor:
+    def of(cls, base: Samples, loader: str | None = None, resolution: float = 0.0) -> Floor:
+        """From the baseline's floor turns, for run_kernels called `loader`'s way (None: the
+        only loader measured)."""
         if not base.request_rt:
-            return cls()
+            return cls(resolution=resolution)
+        if loader is None:
+            loader = next(iter(base.floor), "")
         request = statistics.median(base.request_rt)
-        empty = statistics.median(base.floor) if base.floor else None
-        around = 0.0
-        if base.empty_rt and empty is not None:
-            around = max(statistics.median((rt - request) / n for rt, n in
-                                           zip(base.empty_rt, base.empty_calls)) - empty, 0.0)
-        return cls(request, statistics.median(base.staging_rt) if base.staging_rt else 0.0,
-                   around, empty)
+        handled = min(statistics.median(base.request_handled), request) if (
+            base.request_handled) else 0.0
+        floor = base.floor.get(loader)
+        empty = statistics.median(floor) if floor else None
+        call = 0.0
+        if base.empty_rt.get(loader):
+            call = max(statistics.median((rt - request) / n for rt, n in
+                                         zip(base.empty_rt[loader], base.empty_calls[loader])),
+                       empty or 0.0)
+        return cls(request, handled,
+                   statistics.median(base.staging_rt) if base.staging_rt else 0.0,
+                   call, empty, resolution)
 
 
 @dataclass(frozen=True)
@@ -142,6 +217,12 @@ class Charge:
     charged_prepare: bool = False
     cpu_excess_ms: float = 0.0  # the run's CPU time outside the clock, beyond the baseline's
     charged_cpu: bool = False
+    # the honest harness's work per call, and whether it fits in the judge's resolution of the
+    # submission's call (Floor.resolvable: a point that is not does not carry the score)
+    harness_ms: float = 0.0
+    resolvable: bool = True
+    resolvable_from_ms: float = 0.0  # the shortest call that would be, at this batch size
+    lopsided: float = 0.0  # the fraction of the turns whose reports were lopsided
 
     @property
     def forged(self) -> bool:
@@ -154,6 +235,24 @@ class Charge:
         (the CPU device), work moved into `prepare` or `collect` (GPUs)."""
         return (self.clock_ms + (self.cpu_excess_ms if self.charged_cpu else 0.0)
                 + (self.prepare_excess_ms if self.charged_prepare else 0.0))
+
+
+# A batch computed in its first calls (the others return at once, or every other call does the
+# work of two) reports one heavy call and near-empty ones: at least a quarter of its calls (one at
+# least) report under NEAR_EMPTY of the batch's mean and under twice an empty run_kernel's report.
+# Honest calls differ by their caches and by preemption, never to that: a call that did its work
+# reports more than an empty one (a point whose calls are that short is not resolvable anyway).
+NEAR_EMPTY = 1 / 8
+
+
+def lopsided(reports: list[float], empty_call_ms: float | None) -> bool:
+    """Whether a batch's reports are one heavy call and near-empty ones (see NEAR_EMPTY)."""
+    if len(reports) < 2:
+        return False
+    ceiling = NEAR_EMPTY * statistics.fmean(reports)
+    if empty_call_ms:
+        ceiling = min(ceiling, 2 * empty_call_ms)
+    return sum(r < ceiling for r in reports) >= max(1, len(reports) // 4)
 
 
 def _median_se(values: list[float]) -> float:
@@ -194,23 +293,36 @@ def _cpu_excess(sub: Samples, base: Samples) -> tuple[float, float]:
     return max((mean, _in_errors(mean, noise)), _excess(sub_out, base_out))
 
 
-def charge(sub: Samples, base: Samples, floor: Floor | None = None) -> Charge:
+def _beyond_report(got: Samples, floor: Floor) -> list[float]:
+    """Per turn, what the clock saw beyond the reports, less the harness's work around each
+    call as its loader's floor turns showed it."""
+    return [(c - floor.around_call_ms - r) * n for c, r, n in zip(
+        got.call_clock(floor), got.reported, got.calls)]
+
+
+def charge(sub: Samples, base: Samples, floor: Floor | None = None,
+           base_floor: Floor | None = None) -> Charge:
     """What the submission's calls are charged (see Charge), with the floors measured in the
-    baseline's harness (`floor`: Floor.of(base), where the caller has it already)."""
+    baseline's harness for the submission's loader (`floor`) and the baseline's (`base_floor`,
+    the same where not given): each contender's own is subtracted from its times."""
     floor = floor or Floor.of(base)
-    sub_clock, base_clock = sub.per_call(floor), base.per_call(floor)
+    base_floor = base_floor or floor
+    sub_clock = sub.per_call(floor)
     clock, reported = balanced_median(sub_clock, sub.first), statistics.median(sub.reported)
     calls = statistics.median(sub.calls)
     # per turn, what the clock saw beyond the reports, against the baseline's (the same harness
     # code): a forged report shows as more. It does not change the score (the clock is the
     # score); it says that the report was short
-    time_excess, time_z = _excess([(c - r) * n for c, r, n in zip(sub_clock, sub.reported,
-                                                                   sub.calls)],
-                                  [(c - r) * n for c, r, n in zip(base_clock, base.reported,
-                                                                   base.calls)])
+    time_excess, time_z = _excess(_beyond_report(sub, floor), _beyond_report(base, base_floor))
     allowance = ALLOWANCE_MS + ALLOWANCE_FRACTION * clock * calls  # of a turn
+    raw = balanced_median(sub.call_clock(floor), sub.first)
     result = Charge(clock, reported, time_excess / calls,
-                    time_z > SIGNIFICANCE and time_excess > allowance)
+                    time_z > SIGNIFICANCE and time_excess > allowance,
+                    harness_ms=floor.harness_ms(calls), resolvable=floor.resolvable(raw, calls),
+                    resolvable_from_ms=floor.resolvable_from_ms(calls),
+                    lopsided=statistics.fmean(
+                        lopsided(reports, floor.empty_call_ms) for reports in sub.each_call)
+                    if sub.each_call else 0.0)
     if sub.prepare_rt and base.prepare_rt:  # the copies per call, beyond a flush's
         excess, z = _excess([p - floor.staging_ms - (b - floor.staging_ms) / m * n
                              for p, b, n, m in zip(sub.prepare_rt, base.prepare_rt, sub.calls,

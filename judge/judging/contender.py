@@ -31,6 +31,7 @@ class Contender:
     jit_cache: tuple[Path, Path] | None = None  # (the run's JIT cache folder, the kept entry)
     loaded: bool = False  # contestant code (or the baseline) has been loaded into the process
     idle_mb: float = 0.0  # the harness's memory before its config: interpreter and torch
+    loader: str = "python"  # how its run_kernel is loaded and called (Language.loader)
 
     def out_path(self, *parts: str) -> str:
         return self.sandbox.path(self.scratch, "out", *parts)

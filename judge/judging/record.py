@@ -81,6 +81,14 @@ class TestReport:
     # report that was short and work hidden from it
     clock_excess_ms: float | None = None
     prepare_excess_ms: float | None = None
+    # the harness's own work per call (the baseline's harness, the submission's loader), and
+    # whether it fits in the judge's resolution of the submission's call: a point that is not
+    # resolvable is shown and not counted in the score (stages/score.py), and a call of
+    # `resolvable_from_ms` would be
+    harness_ms: float | None = None
+    resolvable: bool | None = None
+    resolvable_from_ms: float | None = None
+    baseline_resolvable_from_ms: float | None = None  # the same for the baseline's calls
     gbps: float | None = None
     tflops: float | None = None
     peak_bandwidth_fraction: float | None = None

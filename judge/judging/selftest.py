@@ -3,12 +3,14 @@ self-test submission against its expected verdict."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
 from judge.judging.admission import Admission, SubmissionRejected
 from judge.judging.pipeline import JudgeOptions, JudgingRun, NotRunnable, judge_source
+from judge.judging.record import JudgeResult, TestReport
 from judge.judging.reference import ProblemRuntimeError, Reference
 from judge.judging.rules import check_rules
 from judge.judging.warm import SlotPool, startup_env
@@ -26,7 +28,7 @@ class SelfTestOutcome:
     path: Path
     expected: Verdict
     got: Verdict | None
-    status: str  # ok | FAIL | skip
+    status: str  # ok | FAIL | skip, or note | warn (advice: the problem is still valid)
     detail: str = ""
     wall_s: float = 0.0
 
@@ -90,7 +92,39 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
             detail = result.message
         outcomes.append(SelfTestOutcome(rel, expected, result.verdict, status, detail,
                                         result.wall_s))
+        if timing and result.verdict is Verdict.AC:
+            outcomes += resolution_outcomes(result)
     return outcomes
+
+
+def resolution_outcomes(result: JudgeResult) -> list[SelfTestOutcome]:
+    """The timed points whose baseline calls are too short for the judge to resolve beyond its
+    harness's own work (judge/judging/charging.py Floor): they do not count in the score, and
+    where none is resolvable no score rises above the baseline's. Each says the call time, and
+    the point's size, from which it would be."""
+    timed = [t for t in result.tests if t.baseline_resolvable_from_ms and t.baseline_ms]
+    short = [t for t in timed if t.baseline_ms < t.baseline_resolvable_from_ms]
+    outcomes = [SelfTestOutcome(Path(f"<timing {t.name}>"), Verdict.AC, None, "note",
+                                _unresolvable(t)) for t in short]
+    if short and len(short) == len(timed):
+        outcomes.append(SelfTestOutcome(Path("<timing>"), Verdict.AC, None, "warn",
+                                        "no timed point is resolvable: no submission scores "
+                                        "above the baseline; add larger points"))
+    return outcomes
+
+
+def _unresolvable(test: TestReport) -> str:
+    factor = test.baseline_resolvable_from_ms / test.baseline_ms
+    numeric = {k: v for k, v in test.params.items() if isinstance(v, int) and v > 1}
+    size = ""
+    if numeric:  # the largest dimension scaled: the work of most kernels grows with it
+        name = max(numeric, key=numeric.get)
+        size = f", e.g. {name}={math.ceil(numeric[name] * factor)}"
+    return (f"not resolvable: the baseline's call ({1000 * test.baseline_ms:.1f} µs) is too "
+            f"short beside the harness's own work ({1000 * (test.harness_ms or 0):.2f} µs a "
+            f"call); shown, not counted in the score. Resolvable from "
+            f"{1000 * test.baseline_resolvable_from_ms:.0f} µs a call: about {factor:.1f}x "
+            f"the work{size}")
 
 
 GUESS = """

@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from judge.harness.protocol import slot_stride
+from judge.harness.protocol import slot_stride, unpack_reports
 from judge.judging import scoring
 from judge.judging.charging import Samples, paired_ratios, point_target, point_time_cap
 from judge.judging.fresh_rounds import FreshRounds
@@ -94,6 +94,15 @@ def batch_slots(set_bytes: int, device_kind: str = "cpu") -> int:
 SWITCH_INTERVAL_S = 5e-5  # the GIL's, while a test point is timed (see interleave)
 
 
+class BadReply(Exception):
+    """A contender's reply to a timed request that does not say what it must (every call's
+    report): a run that tampered with its harness's replies."""
+
+    def __init__(self, role: str, message: str):
+        super().__init__(message)
+        self.role = role
+
+
 class GpuThrottled(Exception):
     """The GPU's clock was throttled in nearly every timed call: no time to score (the judge's
     problem: a hot or power-capped card)."""
@@ -123,7 +132,7 @@ CAPPED_MIN_ROUNDS = 2 * scoring.MIN_STOP_SAMPLES
 def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
                flush: Callable[[], None] | None = None,
                cpu_ns: Callable[[str], int | None] | None = None,
-               floor_loader: str | None = None, audit: bool = False,
+               floor_loaders: tuple[str, ...] = (), audit: bool = False,
                throttled: Callable[[], bool] | None = None,
                max_calls: int = 1,
                share: Callable[[dict[str, float]], float] | None = None,
@@ -133,9 +142,10 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
     until it lasts BATCH_MS on the judge's clock (a round with a shorter batch is not scored).
     In the first rounds the baseline's harness also times what the requests carry besides the
-    calls (floor turns, see FLOOR_TURNS; `floor_loader`: how the submission's run_kernel is
-    called). With `flush` (the CPU device) the judge flushes the cache before a turn and a turn
-    is one `time` request; without, the harness flushes in a `prepare` request (GPUs).
+    calls (floor turns, see FLOOR_TURNS; `floor_loaders`: the ways the contenders' run_kernels
+    are called, each measured). With `flush` (the CPU device) the judge flushes the cache
+    before a turn and a turn is one `time` request; without, the harness flushes in a `prepare`
+    request (GPUs).
     With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
     is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples.
     With `throttled` (asked right after each turn: was the GPU's clock throttled?) a round with
@@ -146,7 +156,7 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     timed first, from the same times: scoring.point_weight) so is the time cap
     (scoring.point_time_cap; a point it stops has CAPPED_MIN_ROUNDS rounds at least; the
     problem's max_s stops any after three)."""
-    run = _Interleaving(request, freeze, timing, rounds, flush, cpu_ns, floor_loader, audit,
+    run = _Interleaving(request, freeze, timing, rounds, flush, cpu_ns, floor_loaders, audit,
                         throttled, max_calls, share, weight)
     for role in run.roles:
         freeze(role, True)
@@ -178,7 +188,7 @@ class _Interleaving:
     rounds: FreshRounds
     flush: Callable[[], None] | None
     cpu_ns: Callable[[str], int | None] | None
-    floor_loader: str | None
+    floor_loaders: tuple[str, ...]
     audit: bool
     throttled: Callable[[], bool] | None
     max_calls: int
@@ -194,23 +204,23 @@ class _Interleaving:
         self.batch = dict.fromkeys(self.roles, 1)
 
     def floor_turn(self) -> None:
-        """In the baseline's harness: a request with no call, then a batch of empty calls."""
+        """In the baseline's harness: a request with no call, then for each loader a batch of
+        empty calls."""
         base = self.samples["baseline"]
-        for calls, empty in ((0, None), (self.max_calls, self.floor_loader))[
-                :2 if self.floor_loader else 1]:
-            if self.flush is not None:
-                self.flush()
+        for calls, empty in ((0, None), *((self.max_calls, loader)
+                                          for loader in self.floor_loaders)):
             got = Samples()
-            _turn(self.request, self.freeze, "baseline", got, prepare=self.flush is None,
-                  calls=calls, empty=empty)
+            reply = _turn(self.request, self.freeze, "baseline", got, self.flush,
+                          calls=calls, empty=empty)
             self.freeze("baseline", True)
-            if calls == 0:
+            if empty is None:
                 base.request_rt += got.time_rt
+                base.request_handled.append(float(reply.get("handled_ms", 0.0)))
                 base.staging_rt += got.prepare_rt
             else:
-                base.floor += got.reported
-                base.empty_rt += got.time_rt
-                base.empty_calls.append(calls)
+                base.floor.setdefault(empty, []).extend(got.reported)
+                base.empty_rt.setdefault(empty, []).extend(got.time_rt)
+                base.empty_calls.setdefault(empty, []).append(calls)
 
     def round(self) -> None:
         """One turn of each contender, in this round's order; its samples kept unless it was an
@@ -236,11 +246,9 @@ class _Interleaving:
     def _turn(self, role: str, got: Samples, audited: bool, ask_throttled: bool) -> bool:
         """One contender's turn (its CPU time too, where metered); whether the GPU throttled
         (asked only while no turn of the round has said so)."""
-        if self.flush is not None:
-            self.flush()
         before = self.cpu_ns(role) if self.cpu_ns else None
-        _turn(self.request, self.freeze, role, got, prepare=self.flush is None,
-              calls=self.batch[role], record=audited and role == "submission")
+        _turn(self.request, self.freeze, role, got, self.flush, calls=self.batch[role],
+              record=audited and role == "submission")
         hot = bool(ask_throttled and self.throttled and self.throttled())
         self.freeze(role, True)
         after = self.cpu_ns(role) if self.cpu_ns else None
@@ -287,30 +295,50 @@ def _order(sub_first: list[bool]) -> list[str]:
     return ["baseline", "submission"] if ahead > 0 else ["submission", "baseline"]
 
 
-def _turn(request: Request, freeze: Freeze, role: str, got: Samples, prepare: bool,
-          calls: int = 1, record: bool = False, empty: str | None = None) -> None:
-    """One contender's timed batch of `calls` calls, the contender thawed for it (the caller
-    freezes it again). With `prepare` (GPUs): `prepare` copies the inputs in and flushes,
-    `time` is the calls alone, `collect` copies the outputs out; the copies' requests are
-    timed together and compared with the baseline's, the calls' request is the time. Without
-    (the CPU device) the turn is the `time` request alone: the run is thawed once it is
-    written and frozen as soon as it replies (SandboxProcess.send), so that a thread the run
-    left working gets no time outside the judge's clock but the kernel's delay in freezing."""
+def _turn(request: Request, freeze: Freeze, role: str, got: Samples,
+          flush: Callable[[], None] | None, calls: int = 1, record: bool = False,
+          empty: str | None = None) -> dict:
+    """One contender's timed batch of `calls` calls. `prepare` readies it (binds the calls'
+    arguments; on a GPU copies the inputs in and flushes), `time` is the calls alone, and on a
+    GPU `collect` copies the outputs out; on a GPU the copies' requests are timed together and
+    compared with the baseline's. With `flush` (the CPU device) the judge flushes the cache
+    between `prepare` and `time`, and each request thaws the run for itself alone
+    (SandboxProcess.send: frozen as soon as it replies), so that a thread the run left working
+    gets no time outside the judge's clock but the kernel's delay in freezing; on a GPU the run
+    is thawed for the turn (the caller freezes it again). Returns the `time` reply."""
     fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
               **({"empty": empty} if empty else {})}
-    staged = 0.0
-    if prepare:
+    on_cpu = flush is not None
+    if not on_cpu:
         freeze(role, False)
-        sent = time.perf_counter()
-        request(role, "prepare", fresh=True, calls=calls)
-        staged += time.perf_counter() - sent
     sent = time.perf_counter()
-    reply = request(role, "time", turn=not prepare, **fields)
+    request(role, "prepare", turn=on_cpu, **fields)
+    staged = time.perf_counter() - sent
+    if on_cpu:
+        flush()
+    sent = time.perf_counter()
+    reply = request(role, "time", turn=on_cpu, calls=calls)
     got.time_rt.append((time.perf_counter() - sent) * 1000)
-    got.reported.append(reply["ms"])
+    reports = _reports(role, reply, calls)
+    got.reported.append(statistics.median(reports) if reports else 0.0)
+    got.each_call.append(reports)
     got.calls.append(calls)
-    if prepare:
+    if not on_cpu:
         sent = time.perf_counter()
         request(role, "collect")
         staged += time.perf_counter() - sent
         got.prepare_rt.append(staged * 1000)
+    return reply
+
+
+def _reports(role: str, reply: dict, calls: int) -> list[float]:
+    """Every call's reported time from a `time` reply (BadReply: not one finite, non-negative
+    time per call)."""
+    try:
+        reports = unpack_reports(reply["reports"])
+    except (KeyError, TypeError, ValueError):
+        raise BadReply(role, "the reply to a timed request did not report each call") from None
+    if len(reports) != calls or not all(0.0 <= r < math.inf for r in reports):
+        raise BadReply(role, f"the reply to a timed batch of {calls} calls reported "
+                             f"{len(reports)} times, not each call's")
+    return reports

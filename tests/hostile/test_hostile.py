@@ -10,6 +10,9 @@ Each file under submissions/ starts with comment lines:
   flag: TEXT             the judging must carry a flag containing TEXT
   control: PATH          an honest submission (in the problem folder) judged alike: an AC attack
                          must not score a speedup above the control's beyond the noise
+  gain: none             with a control: the attack's is the control's kernel, so its speedup
+                         must stay within the judge's own spread of the control's (GAIN_NOISE),
+                         not only short of a doubling
   threat: …              what it tries (see SECURITY.md)
 Submissions that succeed at an attack deliberately answer wrong, so a leak shows as WA.
 """
@@ -32,6 +35,9 @@ from tests.conftest import PROBLEMS, ROOT, make_sandbox
 SUBMISSIONS = sorted((Path(__file__).parent / "submissions").iterdir())
 BACKENDS = ("process", "bwrap", "docker")
 CONTROL_NOISE = 1.5
+# one source judged twice differs by ±2 % at the points the score counts here; the trims of
+# issue 42 gained 7 % (native) and 23 % (Python) on the judge before it
+GAIN_NOISE = 1.06
 
 
 def header(path: Path) -> dict[str, str]:
@@ -117,7 +123,7 @@ def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch
                                options=JudgeOptions(timing=meta.get("timing") == "yes"))
         # the same source scores within ~30 % on this noisy 2-core VM; a working attack on the
         # baseline doubles the speedup
-        assert result.speedup <= CONTROL_NOISE * control.speedup, (result.speedup,
-                                                                   control.speedup)
+        noise = GAIN_NOISE if meta.get("gain") == "none" else CONTROL_NOISE
+        assert result.speedup <= noise * control.speedup, (result.speedup, control.speedup)
     assert not (ROOT / "HACKED").exists() and not (problem.path / "HACKED").exists()
     assert not Path("/usr/HACKED").exists()

@@ -28,6 +28,9 @@ FLAGGED_EXCESS = 0.1
 # timers report a hundredth of it. (Whatever is held, the clock scores.)
 HELD_EXCESS = 0.25
 REPORT_FLOOR_FRACTION = 0.5
+# A submission whose batches report one heavy call and near-empty ones (charging.lopsided) in at
+# least this fraction of its turns computed calls ahead of their turn: held for review.
+HELD_LOPSIDED = 0.5
 
 
 def roofline_ms(j: Judging, test: TestPoint) -> float | None:
@@ -83,6 +86,12 @@ def charge_point(j: Judging, report: TestReport, test: TestPoint, charge: chargi
     report.clock_excess_ms = charge.time_excess_ms
     report.prepare_excess_ms = charge.prepare_excess_ms if j.device.kind != "cpu" else None
     report.samples = sub.n
+    report.harness_ms, report.resolvable = charge.harness_ms, charge.resolvable
+    report.resolvable_from_ms = charge.resolvable_from_ms
+    if charge.lopsided >= HELD_LOPSIDED:
+        j.result.hold("batch", test.name,
+                      f"{charge.lopsided:.0%} of the timed batches reported one heavy call and "
+                      "near-empty ones: calls computed ahead of their turn")
     _throughput(j, report, test, ms / 1000)
     if report.speedup > IMPLAUSIBLE_SPEEDUP:
         j.result.flags.append(f"{test.name}: speedup {report.speedup:.1f}x is "
@@ -123,6 +132,25 @@ def _throughput(j: Judging, report: TestReport, test: TestPoint, seconds: float)
             report.peak_flops_fraction = report.tflops / peak
 
 
+def _counted_points(j: Judging, timed: list[TestReport]
+                    ) -> tuple[list[TestReport], list[float], list[float]]:
+    """The points the score counts, and their times: the resolvable ones (charging.Floor); where
+    none is, every point at no better than the baseline's time (a speedup there is the harness's
+    as much as the kernel's)."""
+    resolved = [t for t in timed if t.resolvable is not False]
+    if resolved:
+        if len(resolved) < len(timed):
+            j.result.applied["unresolvable_points"] = [t.name for t in timed
+                                                       if t.resolvable is False]
+        return resolved, [t.time_ms for t in resolved], [t.baseline_ms for t in resolved]
+    j.result.applied["unresolvable_points"] = [t.name for t in timed]
+    j.result.flags.append("no timed point's calls are long enough for the judge to resolve "
+                          "them beyond its harness: counted at most at the baseline's time")
+    for t in timed:
+        t.counted_speedup = min(t.speedup, 1.0) if t.speedup is not None else None
+    return timed, [max(t.time_ms, t.baseline_ms) for t in timed], [t.baseline_ms for t in timed]
+
+
 def score(j: Judging) -> None:
     """The judging's times, speedup and score over its timed points."""
     timed = [t for t in j.result.tests if t.time_ms is not None]
@@ -132,6 +160,7 @@ def score(j: Judging) -> None:
     j.result.time_ms, j.result.baseline_ms = sum(subs), sum(bases)
     if j.result.verdict is not Verdict.AC:
         return
+    timed, subs, bases = _counted_points(j, timed)
     # each point's target, not the spread it showed: a run that made one point's times
     # noisy on purpose would otherwise widen the allowance of another's
     errors = [t.target_rse for t in timed]

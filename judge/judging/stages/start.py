@@ -103,7 +103,8 @@ def spawn(j: Judging, role: str, language: Language, artifact: Path, source: str
     limits = SandboxLimits(memory_mb=memory_mb, output_bytes=j.spec.limits.output_kb * 1024,
                            file_size_mb=j.file_size_mb, cpus=j.contender_cpus)
     config = _config(j, role, language, j.sandbox.path(warm.sub, artifact.name), env, gpu_limit)
-    contender = Contender(role, warm.proc, warm.scratch, j.sandbox, jit=jit, warm=warm)
+    contender = Contender(role, warm.proc, warm.scratch, j.sandbox, jit=jit, warm=warm,
+                          loader=language.loader)
     if cache is not None:
         contender.jit_cache = (used, cache)
     if role == "submission":

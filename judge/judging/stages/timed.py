@@ -199,11 +199,14 @@ class Timer:
             return timing_loop.interleave(
                 request, freeze, self.timing, rounds,
                 self.flusher.flush if self.flusher else None, cpu_meter,
-                floor_loader=j.language.loader,
+                floor_loaders=tuple(dict.fromkeys(w.loader for w in self.by_role.values())),
                 audit=operator_rule(j.language.name, j.spec.rules) is not None,
                 throttled=self.throttled, max_calls=slots, share=share, weight=weight)
         except timing_loop.GpuThrottled as exc:
             raise DeviceNotReady(str(exc)) from None
+        except timing_loop.BadReply as exc:
+            verdict = Verdict.SE if exc.role == "baseline" else Verdict.RE
+            raise RunFailure(verdict, str(exc)) from None
 
     def _account(self, test: TestPoint, report: TestReport, samples: dict, rounds,
                  cpu_meter, share, earlier_ms: dict[str, float] | None, weight) -> None:
@@ -225,12 +228,18 @@ class Timer:
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)
         check.check_rounds(j, test, rounds)
-        floor = charging.Floor.of(samples["baseline"])
-        report.floor_ms = floor.empty_call_ms
+        floors = {role: charging.Floor.of(samples["baseline"], who.loader,
+                                          charging.resolution(self.timing.target_rse))
+                  for role, who in self.by_role.items()}
+        report.floor_ms = floors["submission"].empty_call_ms
         report.batch_calls = statistics.median(samples["submission"].calls)
-        charge = charging.charge(samples["submission"], samples["baseline"], floor)
-        score.charge_point(j, report, test, charge, samples["submission"].stats(floor),
-                           samples["baseline"].stats(floor))
+        report.baseline_resolvable_from_ms = floors["baseline"].resolvable_from_ms(
+            statistics.median(samples["baseline"].calls))
+        charge = charging.charge(samples["submission"], samples["baseline"],
+                                 floors["submission"], floors["baseline"])
+        score.charge_point(j, report, test, charge,
+                           samples["submission"].stats(floors["submission"]),
+                           samples["baseline"].stats(floors["baseline"]))
 
     def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
                         slots: int) -> SharedTensors:
