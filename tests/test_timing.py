@@ -130,12 +130,14 @@ def test_a_batch_of_one_heavy_call_and_near_empty_ones_is_lopsided():
     cold."""
     from judge.judging.charging import lopsided
 
-    assert lopsided([10.0] + [0.0005] * 63, 0.001)
-    assert lopsided([2.0, 0.0005] * 32, 0.001)
-    assert not lopsided([0.1] * 64, 0.001)
-    assert not lopsided([5.0, 4.0, 6.0] + [0.1] * 61, 0.001)  # preempted: still work
-    assert not lopsided([0.0012] * 64, 0.001)  # calls as short as an empty one, all alike
-    assert not lopsided([1.0], 0.001)
+    assert lopsided([10.0] + [0.0005] * 63)  # the batch in its first call
+    assert lopsided([2.0, 0.0005] * 32)  # calls fused in pairs
+    assert lopsided([4.0, 0.001])
+    assert not lopsided([0.1] * 64)
+    assert not lopsided([5.0, 4.0, 6.0] + [0.1] * 61)  # preempted three times in 6 ms of calls
+    assert not lopsided([0.0012] * 64)  # calls as short as an empty one, all alike
+    assert not lopsided([0.3, 0.1])  # a cold first call
+    assert not lopsided([1.0])
 
 
 @pytest.mark.parametrize("call", [0.005, 0.05, 0.5, 5.0])
@@ -658,6 +660,45 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
         interleave(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
                    always, flush=None, throttled=lambda: True)
+
+
+def test_rounds_where_the_device_still_ran_the_submissions_work_are_left_out(tmp_path):
+    """Issue 42: work escaping a turn's last synchronize (a thread launching after it, a
+    context of its own, a child) keeps a GPU busy into the baseline's turn, which freezing the
+    run does not stop. Before each of its turns the baseline's harness probes the device and
+    waits for it; a round that found it busy is left out and counted, and a device kept busy in
+    every round ends the timing (the submission's TLE). The CPU device is not probed."""
+    from judge.judging.fresh_rounds import FreshRounds
+    from judge.judging.timing import DeviceKeptBusy, interleave
+    from judge.problem.schema import Timing
+
+    probes, sent = [], []
+
+    def request(role, op, **fields):
+        sent.append((role, op))
+        if op == "probe":
+            probes.append(fields["wait_s"])
+            return {"ok": True, "busy_ms": 2.0 if 5 <= len(probes) <= 7 else 0.0}
+        return _timed_reply(1.0, fields.get("calls", 1))
+
+    outputs = {"submission": _Outputs(), "baseline": _Outputs()}
+    rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
+    timing = Timing(warmup_s=0, min_reps=10, max_reps=10, max_s=60, target_rse=1e-9)
+    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     probe_wait_s=0.5)
+    assert got["submission"].busy == 3 and got["submission"].busy_ms == [2.0] * 3
+    assert len(got["submission"].reported) == 10 and rounds.rounds == 13
+    assert {role for role, op in sent if op == "probe"} == {"baseline"} and probes[0] == 0.5
+    sent.clear()
+    interleave(request, lambda role, frozen: None, timing, FreshRounds(
+        lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2), flush=lambda: None)
+    assert not any(op == "probe" for _, op in sent)  # the CPU device
+    with pytest.raises(DeviceKeptBusy):
+        interleave(lambda role, op, **fields: {"ok": True, "busy_ms": 1.0} if op == "probe"
+                   else _timed_reply(1.0, fields.get("calls", 1)), lambda role, frozen: None,
+                   Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
+                   FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2),
+                   flush=None, probe_wait_s=0.5)
 
 
 def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_time_cap(tmp_path):

@@ -73,6 +73,7 @@ def _find_cudart():
 
 
 PERSISTING_L2_LIMIT = 0x06  # cudaLimitPersistingL2CacheSize
+PROBE_BUSY_FACTOR = 3.0  # a probe this many times an idle one's slowest (p90) finds it busy
 
 
 class Device:
@@ -133,6 +134,32 @@ class Device:
         # a high quantile: an honest call whose settling is slower than this is rare, and only
         # by the host's jitter; work left running past the call shows as far more than it
         self.settle_floor_ms = settle[int(0.9 * (len(settle) - 1))]
+        if self.is_cuda:
+            self._probe_tensor = torch.zeros(1, device=self.torch_device)
+            probes = sorted(self.probe_ms() for _ in range(self.CALIBRATION_CALLS))
+            # idle, a probe waits for nothing but its own launch: a busy device makes it wait
+            # for the work ahead of it (another context's: a timeslice at least, milliseconds)
+            self.idle_probe_ms = PROBE_BUSY_FACTOR * probes[int(0.9 * (len(probes) - 1))]
+
+    def probe_ms(self) -> float:
+        """How long a one-element kernel of this process takes to run, launch to completion,
+        on the host's clock (GPUs: 0 elsewhere)."""
+        if not self.is_cuda:
+            return 0.0
+        start = _perf_counter_ns()
+        self._probe_tensor.add_(1)
+        self._sync()
+        return (_perf_counter_ns() - start) / 1e6
+
+    def await_idle(self, limit_s: float) -> tuple[float, float]:
+        """Probe the device until a probe runs as on an idle device, for `limit_s` at most:
+        (the first probe's wait beyond an idle one's, the time spent waiting), in ms."""
+        started = _perf_counter_ns()
+        busy = max(0.0, self.probe_ms() - self.idle_probe_ms) if self.is_cuda else 0.0
+        probe = busy
+        while probe > 0 and _perf_counter_ns() - started < limit_s * 1e9:
+            probe = max(0.0, self.probe_ms() - self.idle_probe_ms)
+        return busy, (_perf_counter_ns() - started) / 1e6
 
     def describe(self) -> dict:
         return {"flush_bytes": self.flush_buffer.numel(),
@@ -786,6 +813,15 @@ class Harness:
 
     collected: list[InputSet] = []  # the last timed turn's sets, until `collect`
 
+    def op_probe(self, msg: dict) -> dict:
+        """Asked of the baseline's harness (no contestant code) before its turn on a GPU: is
+        the device still running work of another process (the submission's, escaped past its
+        turn's synchronize: another thread, a context of its own, a child)? Waits for it to
+        idle, `wait_s` at most; replies the first probe's wait beyond an idle one's and the
+        time waited (ms)."""
+        busy, waited = self.device.await_idle(float(msg.get("wait_s", 1.0)))
+        return {"ok": True, "busy_ms": busy, "waited_ms": waited}
+
     def op_collect(self, msg: dict) -> dict:
         """After a timed turn on a GPU, in a request of its own (the copy varies with the
         process, the judge compares it with the baseline's): the outputs back to the file."""
@@ -803,7 +839,7 @@ class Harness:
         handlers = {"load": self.op_load, "run": self.op_run, "warm": self.op_warm,
                     "profile": self.op_profile,
                     "warmup": self.op_warmup, "prepare": self.op_prepare, "time": self.op_time,
-                    "collect": self.op_collect}
+                    "collect": self.op_collect, "probe": self.op_probe}
         for line in sys.stdin.buffer:
             received = _perf_counter_ns()
             msg = json.loads(line)

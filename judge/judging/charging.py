@@ -60,6 +60,8 @@ class Samples:
     empty_rt: dict[str, list[float]] = field(default_factory=dict)
     empty_calls: dict[str, list[int]] = field(default_factory=dict)
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
+    busy: int = 0  # rounds left out because the GPU still ran another process's work
+    busy_ms: list[float] = field(default_factory=list)  # how much longer the probe waited then
 
     def extend(self, other: Samples) -> None:
         """Add a round's samples (kept in a Samples of their own until the round is judged)."""
@@ -238,21 +240,18 @@ class Charge:
 
 
 # A batch computed in its first calls (the others return at once, or every other call does the
-# work of two) reports one heavy call and near-empty ones: at least a quarter of its calls (one at
-# least) report under NEAR_EMPTY of the batch's mean and under twice an empty run_kernel's report.
-# Honest calls differ by their caches and by preemption, never to that: a call that did its work
-# reports more than an empty one (a point whose calls are that short is not resolvable anyway).
-NEAR_EMPTY = 1 / 8
+# work of two) reports near-empty calls beside heavy ones: its mean call at least LOPSIDED times
+# its lower quartile. Honest calls of a batch vary with their caches and with preemption, which
+# would have to stop the run for seven times the batch's own length to look so.
+LOPSIDED = 8.0
 
 
-def lopsided(reports: list[float], empty_call_ms: float | None) -> bool:
-    """Whether a batch's reports are one heavy call and near-empty ones (see NEAR_EMPTY)."""
+def lopsided(reports: list[float]) -> bool:
+    """Whether a batch's reports are near-empty calls beside heavy ones (see LOPSIDED)."""
     if len(reports) < 2:
         return False
-    ceiling = NEAR_EMPTY * statistics.fmean(reports)
-    if empty_call_ms:
-        ceiling = min(ceiling, 2 * empty_call_ms)
-    return sum(r < ceiling for r in reports) >= max(1, len(reports) // 4)
+    quartile = sorted(reports)[len(reports) // 4]
+    return statistics.fmean(reports) >= LOPSIDED * max(quartile, 1e-9)
 
 
 def _median_se(values: list[float]) -> float:
@@ -320,8 +319,7 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
                     time_z > SIGNIFICANCE and time_excess > allowance,
                     harness_ms=floor.harness_ms(calls), resolvable=floor.resolvable(raw, calls),
                     resolvable_from_ms=floor.resolvable_from_ms(calls),
-                    lopsided=statistics.fmean(
-                        lopsided(reports, floor.empty_call_ms) for reports in sub.each_call)
+                    lopsided=statistics.fmean(map(lopsided, sub.each_call))
                     if sub.each_call else 0.0)
     if sub.prepare_rt and base.prepare_rt:  # the copies per call, beyond a flush's
         excess, z = _excess([p - floor.staging_ms - (b - floor.staging_ms) / m * n

@@ -116,6 +116,22 @@ Request = Callable[..., dict]
 Freeze = Callable[[str, bool], object]  # (role, frozen): stop or resume that contender
 
 
+# A GPU keeps running what a run launched past its turn's last synchronize (a thread that
+# launches after it, a context of its own through the driver API, a child process): freezing the
+# run stops its threads, not the device. Before each of its turns the baseline's harness (no
+# contestant code) runs a one-element probe kernel: one that waits longer than an idle device
+# lets it (calibrated, Device.await_idle) finds the device busy with the submission's work, and
+# the round is left out (the baseline's turn would run slowed by it), counted and the device
+# awaited (PROBE_WAIT of the run's time limit at most); a submission that does so is held for
+# review (stages/score.py), and one that does it in every round ends as TLE (DeviceKeptBusy).
+# The CPU device needs none: the run's threads are frozen there and its CPU time counted.
+PROBE_WAIT = 0.5
+
+
+class DeviceKeptBusy(Exception):
+    """The device was still running the submission's work before nearly every baseline turn."""
+
+
 # Where the problem limits the submission's operators, one round in AUDIT_EVERY (drawn at random,
 # unseen by the run until its call) is an audit: the submission's timed call runs with the
 # operators recorded, and that round's samples of both contenders are left out of the timing.
@@ -136,7 +152,8 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
                throttled: Callable[[], bool] | None = None,
                max_calls: int = 1,
                share: Callable[[dict[str, float]], float] | None = None,
-               weight: Callable[[dict[str, float]], float] | None = None) -> dict[str, Samples]:
+               weight: Callable[[dict[str, float]], float] | None = None,
+               probe_wait_s: float | None = None) -> dict[str, Samples]:
     """Alternate turns between the two contenders, each first in half the rounds (`_order`),
     until their paired ratio reaches the target relative standard error (or a cap is hit); the
     one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
@@ -155,9 +172,11 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     the point's own (scoring.point_target), and with `weight` (what it weighs against the point
     timed first, from the same times: scoring.point_weight) so is the time cap
     (scoring.point_time_cap; a point it stops has CAPPED_MIN_ROUNDS rounds at least; the
-    problem's max_s stops any after three)."""
+    problem's max_s stops any after three). With `probe_wait_s` (GPUs) the baseline's harness
+    probes the device before each of its turns (see PROBE_WAIT): a round whose device was still
+    running another process's work is left out, counted, and the device awaited."""
     run = _Interleaving(request, freeze, timing, rounds, flush, cpu_ns, floor_loaders, audit,
-                        throttled, max_calls, share, weight)
+                        throttled, max_calls, share, weight, probe_wait_s)
     for role in run.roles:
         freeze(role, True)
     run.started = time.monotonic()
@@ -194,6 +213,7 @@ class _Interleaving:
     max_calls: int
     share: Callable[[dict[str, float]], float] | None
     weight: Callable[[dict[str, float]], float] | None
+    probe_wait_s: float | None = None
     samples: dict[str, Samples] = field(
         default_factory=lambda: {"submission": Samples(), "baseline": Samples()})
     started: float = field(default_factory=time.monotonic)
@@ -229,19 +249,35 @@ class _Interleaving:
         self.rounds.begin(max(self.batch.values()))
         self.roles = _order(samples["submission"].first)
         audited = self.audit and self.draw.randrange(AUDIT_EVERY) == 0
-        turns, hot, short = {role: Samples() for role in self.roles}, False, False
+        turns, hot, short, busy = {role: Samples() for role in self.roles}, False, False, False
         request_ms = statistics.median(base.request_rt)
         for role in self.roles:
             turns[role].first.append(role == self.roles[0])
+            if role == "baseline":
+                busy = self._device_busy()
             hot = self._turn(role, turns[role], audited, ask_throttled=not hot) or hot
             short = self._resize(role, turns[role].time_rt[0] - request_ms) or short
-        if hot:
+        if busy:
+            samples["submission"].busy += 1
+        elif hot:
             samples["submission"].throttled += 1
         elif not (short or audited):  # an audit's samples, and a throttled round's, are left out
             for role in self.roles:
                 samples[role].extend(turns[role])
         if len(base.request_rt) < FLOOR_TURNS:
             self.floor_turn()
+
+    def _device_busy(self) -> bool:
+        """Before the baseline's turn (GPUs): whether its harness found the device running
+        work it did not launch (PROBE_WAIT), having waited for it to idle."""
+        if self.probe_wait_s is None:
+            return False
+        self.freeze("baseline", False)
+        reply = self.request("baseline", "probe", wait_s=self.probe_wait_s)
+        busy = float(reply.get("busy_ms", 0.0))
+        if busy > 0:
+            self.samples["submission"].busy_ms.append(busy)
+        return busy > 0
 
     def _turn(self, role: str, got: Samples, audited: bool, ask_throttled: bool) -> bool:
         """One contender's turn (its CPU time too, where metered); whether the GPU throttled
@@ -273,6 +309,9 @@ class _Interleaving:
         samples, timing = self.samples, self.timing
         sub = samples["submission"]
         n, elapsed = len(sub.reported), time.monotonic() - self.started
+        if n < 3 and sub.busy and elapsed > 4 * timing.max_s:
+            raise DeviceKeptBusy(f"the device still ran the submission's work before {sub.busy} "
+                                 f"of {self.rounds.rounds} of the baseline's turns")
         if n < 3 and sub.throttled and elapsed > 4 * timing.max_s:
             raise GpuThrottled(f"{sub.throttled} of {self.rounds.rounds} timed "
                                "rounds ran on a throttled GPU clock")

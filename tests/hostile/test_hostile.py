@@ -7,7 +7,8 @@ Each file under submissions/ starts with comment lines:
   backends: bwrap docker the backends that defend it (default: all three); the process
                          backend isolates nothing and is listed only where it holds
   timing: yes            judge with timing (the trick targets the timing run)
-  flag: TEXT             the judging must carry a flag containing TEXT
+  flag: TEXT             the judging must carry a flag containing TEXT (`charged`: and be held
+                         by the clock; `batch`: held for batches computed ahead of their calls)
   control: PATH          an honest submission (in the problem folder) judged alike: an AC attack
                          must not score a speedup above the control's beyond the noise
   gain: none             with a control: the attack's is the control's kernel, so its speedup
@@ -114,6 +115,9 @@ def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch
         if meta["flag"] == "charged":  # a forgery caught is held off the boards for review
             assert result.needs_review and any(
                 hold["by"] in ("clock", "roofline") for hold in result.holds), result.holds
+        if meta["flag"] == "batch":  # calls computed ahead of their turn: held too
+            assert result.needs_review and any(
+                hold["by"] == "batch" for hold in result.holds), result.holds
     for point in result.tests:  # whatever the trick, no point is charged under its floor
         if point.time_ms is not None and point.floor_ms is not None:
             assert point.time_ms >= point.floor_ms, (point.name, point.time_ms, point.floor_ms)

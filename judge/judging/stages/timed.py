@@ -201,9 +201,12 @@ class Timer:
                 self.flusher.flush if self.flusher else None, cpu_meter,
                 floor_loaders=tuple(dict.fromkeys(w.loader for w in self.by_role.values())),
                 audit=operator_rule(j.language.name, j.spec.rules) is not None,
-                throttled=self.throttled, max_calls=slots, share=share, weight=weight)
+                throttled=self.throttled, max_calls=slots, share=share, weight=weight,
+                probe_wait_s=None if j.device.kind == "cpu" else timing_loop.PROBE_WAIT * run_s)
         except timing_loop.GpuThrottled as exc:
             raise DeviceNotReady(str(exc)) from None
+        except timing_loop.DeviceKeptBusy as exc:
+            raise RunFailure(Verdict.TLE, str(exc)) from None
         except timing_loop.BadReply as exc:
             verdict = Verdict.SE if exc.role == "baseline" else Verdict.RE
             raise RunFailure(verdict, str(exc)) from None
@@ -224,6 +227,13 @@ class Timer:
         if samples["submission"].throttled:
             applied["throttled_rounds"] = (applied.get("throttled_rounds", 0)
                                            + samples["submission"].throttled)
+        if samples["submission"].busy:
+            applied["device_busy_rounds"] = (applied.get("device_busy_rounds", 0)
+                                             + samples["submission"].busy)
+            j.result.hold("device", test.name, f"the device still ran work of the submission's "
+                          f"before {samples['submission'].busy} of the baseline's turns (up to "
+                          f"{max(samples['submission'].busy_ms):.2f} ms): those rounds were "
+                          "left out")
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)

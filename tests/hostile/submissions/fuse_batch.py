@@ -3,8 +3,8 @@
 # timing: yes
 # backends: bwrap
 # control: baseline.py
-# flag: charged
-# threat: batch fusion by introspection (new with batches): the harness's frames hold the timed batch's input sets, all written before it starts, so the first call computes every call's softmax in one operator and the later calls return at once; the outputs are right and the per-call overhead is paid once a batch. It does not pay on the CPU (0.34-0.37x against the baseline's own 0.86x under load here: the frame walk and the concatenation cost more than they save), and the reported times, one long call and many empty ones, are short of the judge's clock: flagged and held
+# flag: batch
+# threat: batch fusion by introspection (new with batches): the harness's frames hold the timed batch's input sets, all written before it starts, so the first call computes every call's softmax in one operator and the later calls return at once; the outputs are right and the per-call overhead is paid once a batch. It does not pay on the CPU (0.34-0.37x against the baseline's own 0.86x under load here: the frame walk and the concatenation cost more than they save), and its reports, one long call beside near-empty ones, hold it for review
 import sys
 
 import torch
@@ -13,7 +13,7 @@ import torch
 def _batch():
     frame = sys._getframe(2)
     while frame is not None:
-        batch = frame.f_locals.get("batch")
+        batch = getattr(frame.f_locals.get("batch"), "sets", None)  # the prepared batch's sets
         if isinstance(batch, list) and len(batch) > 1 and hasattr(batch[0], "outputs"):
             return batch
         frame = frame.f_back

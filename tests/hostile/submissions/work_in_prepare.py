@@ -2,7 +2,7 @@
 # problem: matmul
 # timing: yes
 # control: baseline.py
-# threat: patch the harness so that the product is computed in its prepare step, once the call's inputs are in place (the judge writes a timed call's inputs itself and sends no prepare on the CPU); the call only copies
+# threat: patch the harness so that the product is computed in its prepare step, once the call's inputs are in place (the judge writes a timed call's inputs before the turn; on the CPU the prepare request is metered with the turn's CPU time, on a GPU its round trip is compared with the baseline's); the call only copies
 import sys
 
 import torch
@@ -14,7 +14,7 @@ ready = {}
 
 def _early(self, msg):
     reply = _prepare(self, msg)
-    for inputs in self.prepared:  # every call of the batch
+    for inputs in self.prepared.sets:  # every call of the batch
         a, b = inputs.values[0], inputs.values[1]
         ready[a.data_ptr()] = torch.mm(a, b)
     return reply
