@@ -1,6 +1,6 @@
 """Every public kernel problem imported as an organizer would: `kjudge problem import` of a whole
 corpus, each problem kept only when it validates and its own baseline is AC on the CPU device
-while an answer of zeros and a constant answer are refused (judging/importing.py's check); a
+while an answer of zeros and a constant answer are refused (tooling/importing.py's check); a
 problem whose reference cannot run on a CPU (or whose weights are too large for one) is kept
 with GPU points only, counted apart.
 
@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
-from judge.judging.importing import (  # noqa: E402
+from judge.problem.importers import discover  # noqa: E402
+from judge.tooling.importing import (  # noqa: E402
     ILL_CONDITIONED,
     ImportOutcome,
     ImportRequest,
     import_many,
 )
-from judge.problem.importers import discover  # noqa: E402
 
 # what a refusal says when the problem is out of scope: several GPUs, a dtype this judge does
 # not have (AMD's fnuz fp8), a package only AMD GPUs have, an interface of its own (two entry

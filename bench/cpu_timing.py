@@ -30,8 +30,9 @@ sys.path.insert(0, str(ROOT))
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
 from judge.host.sandbox import sandbox_for  # noqa: E402
-from judge.judging import charging, timing  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
+from judge.measure import charging  # noqa: E402
+from judge.measure import rounds as timing  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 
 FLOOR_PROBLEM = """title: Nothing to do (timing floor)

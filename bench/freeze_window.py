@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.host.device import detect  # noqa: E402
-from judge.judging import charging  # noqa: E402
 from judge.judging.pipeline import JudgeOptions, judge_source  # noqa: E402
+from judge.measure import charging  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 from sandbox import get_sandbox  # noqa: E402
 

@@ -126,6 +126,10 @@ def _timing_figures(result) -> dict:
     return {"speedup": result.speedup, "ms": [t.time_ms for t in timed],
             "floor_ms": [t.floor_ms for t in timed],
             "clock_excess_ms": [t.clock_excess_ms for t in timed],
+            # the harness's own work per call, and from which call time a point is resolvable
+            "harness_ms": [t.harness_ms for t in timed],
+            "resolvable_from_ms": [t.resolvable_from_ms for t in timed],
+            "resolvable": [t.resolvable for t in timed],
             "flags": len(result.flags) or None}
 
 
@@ -302,8 +306,8 @@ def stage_l2(ctx: Context) -> None:
 
 
 def stage_selftests(ctx: Context) -> None:
-    from judge.judging.selftest import run_self_tests
     from judge.problem.schema import ProblemError
+    from judge.tooling.selftest import run_self_tests
 
     slugs = sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.yaml"))
     if ctx.device.kind == "cpu":

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # run in a child process: the wrappers must be in place before the judge imports the loop
 CHILD = """
 import collections, sys, time
-from judge.judging import flusher, timing
-from judge.judging import fresh_rounds
+from judge.measure import flusher, point as engine, rounds as timing
+from judge.measure import fresh_rounds
 spent, count = collections.defaultdict(float), collections.Counter()
 
 def wrap(owner, name, label):
@@ -41,19 +41,19 @@ wrap(fresh_rounds.FreshRounds, "begin", "draw and write")
 wrap(fresh_rounds.FreshRounds, "end", "keep and sample")
 wrap(timing, "_turn", "turns")
 wrap(flusher.CacheFlusher, "flush", "flushes")
-interleave = timing.interleave
+interleave = engine.interleave
 
-def point(*args, **kwargs):
+def point(plan):
     spent.clear(); count.clear()
     started = time.perf_counter()
-    got = interleave(*args, **kwargs)
+    got = interleave(plan)
     total = time.perf_counter() - started
     parts = ", ".join(f"{label} {spent[label]:.2f} s" for label in spent)
-    print(f"POINT {total:.2f} s, {args[3].rounds} rounds, {got['submission'].calls[-1]} calls a "
-          f"batch: {parts}", file=sys.stderr)
+    print(f"POINT {total:.2f} s, {plan.rounds.rounds} rounds, {got['submission'].calls[-1]} "
+          f"calls a batch: {parts}", file=sys.stderr)
     return got
 
-timing.interleave = point
+engine.interleave = point
 from judge.cli import main
 sys.argv = ["kjudge", "judge", *sys.argv[1:]]
 main()

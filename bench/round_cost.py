@@ -30,9 +30,10 @@ import torch  # noqa: E402
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from checkers import get_checker  # noqa: E402
-from judge.judging import fresh_rounds, timing  # noqa: E402
 from judge.judging.reference import Reference, derive_seed  # noqa: E402
-from judge.judging.shared import SharedTensors  # noqa: E402
+from judge.measure import fresh_rounds  # noqa: E402
+from judge.measure import rounds as timing  # noqa: E402
+from judge.measure.shared import SharedTensors  # noqa: E402
 from judge.problem.schema import load_problem  # noqa: E402
 
 

@@ -146,7 +146,7 @@ def test_validate_names_the_points_too_short_to_resolve():
     harness's own work does not count in the score; the organizer is told which, and from what
     size it would (the largest dimension scaled by the call time it needs)."""
     from judge.judging.record import JudgeResult, TestReport
-    from judge.judging.selftest import resolution_outcomes
+    from judge.tooling.selftest import resolution_outcomes
     from judge.verdicts import Verdict
 
     def point(name, n, ms, from_ms):

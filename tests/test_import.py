@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from checkers import get_checker
-from judge.judging.importing import ImportRequest, import_one
 from judge.judging.pipeline import JudgeOptions, judge_source
 from judge.judging.reference import Reference
 from judge.problem.importers import FORMATS, import_problem
 from judge.problem.importers.draft import ImportFailure
 from judge.problem.schema import ProblemError, load_problem
+from judge.tooling.importing import ImportRequest, import_one
 from judge.verdicts import Verdict
 from tests.conftest import ROOT
 
@@ -292,7 +292,7 @@ REGRESSIONS = [
 @pytest.mark.parametrize("fmt,source", REGRESSIONS, ids=[s.split("/")[-1] for _, s in REGRESSIONS])
 def test_what_failed_in_the_corpora_imports_checked(tmp_path, default_sandbox, fmt, source):
     """Imported whole: the folder validates, its baseline is AC on the CPU and an answer of zeros
-    and a constant answer are refused (judging/importing.py's check)."""
+    and a constant answer are refused (tooling/importing.py's check)."""
     outcome = import_one(ImportRequest(fmt, tmp_path, sandbox=default_sandbox.name),
                          FORMATS_DIR / source)
     assert outcome.status == "imported", outcome.detail
@@ -420,7 +420,7 @@ def test_sizes_fit_the_smallest_expression_that_a_further_case_confirms():
 
 def test_a_reference_that_needs_a_gpu_is_imported_with_gpu_points_only(tmp_path, cpu,
                                                                         default_sandbox):
-    from judge.judging.selftest import run_self_tests
+    from judge.tooling.selftest import run_self_tests
 
     outcome = import_one(ImportRequest("gpumode", tmp_path, sandbox=default_sandbox.name),
                          FORMATS_DIR / "gpumode/fp4like_py")
@@ -435,8 +435,8 @@ def test_a_reference_that_needs_a_gpu_is_imported_with_gpu_points_only(tmp_path,
 
 
 def test_packages_the_format_imports_are_declared_and_checked(tmp_path):
-    from judge.judging.selftest import package_outcomes
     from judge.problem.importers import convert
+    from judge.tooling.selftest import package_outcomes
 
     source = tmp_path / "1_Uses_yaml.py"
     source.write_text((FORMATS_DIR / "kernelbench/76_Gemm_Add_ReLU.py").read_text()
@@ -458,7 +458,7 @@ def test_packages_the_format_imports_are_declared_and_checked(tmp_path):
 def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_sandbox):
     """KernelBench's own atol (1e-4) over a softmax of 393216 values (~4e-6 each): zeros and a
     constant pass; the importer tightens it, and the validator refuses it put back."""
-    from judge.judging.selftest import strength_outcomes
+    from judge.tooling.selftest import strength_outcomes
 
     path, _ = import_problem("kernelbench", FORMATS_DIR / "kernelbench/23_Softmax.py", None,
                              tmp_path)
@@ -475,8 +475,8 @@ def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_
 def test_an_import_that_hangs_is_refused_with_every_process_it_started(tmp_path):
     import subprocess
 
-    from judge.judging.importing import ImportRequest, import_many
     from judge.problem.importers import discover
+    from judge.tooling.importing import ImportRequest, import_many
 
     corpus = tmp_path / "level"
     corpus.mkdir()
@@ -529,7 +529,7 @@ def test_a_reference_that_disagrees_with_itself_across_thread_counts_is_named(tm
     """KernelBench's EfficientNetB2 (BatchNorm over two values after pooling to 1 x 1) moves by
     ~1 between one thread and two: its own baseline is WA, and the refusal says why. Here a
     model whose sums change with the thread count by construction."""
-    from judge.judging.importing import _order_sensitivity
+    from judge.tooling.importing import _order_sensitivity
 
     for name, body, ill in (("1_Threads.py", "x * torch.get_num_threads()", True),
                             ("2_Steady.py", "x * 2.0", False)):

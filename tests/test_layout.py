@@ -17,7 +17,7 @@ LAZY = {
     "judge.commands.server": "the server's commands import the service (SQLAlchemy, FastAPI) "
                              "only when run",
     "judge.commands.client": "`kjudge status` starts in a fraction of the record's imports",
-    "judge.judging.importing": "the reference and the self-tests import torch",
+    "judge.tooling.importing": "the reference and the self-tests import torch",
     "judge.service.worker": "a worker's parent process never imports torch (the pipeline)",
 }
 

@@ -87,16 +87,17 @@ def test_a_gpus_fp4_outputs_are_poisoned_with_the_judges_own_bytes():
     NaN either way). Device tensors are stood in for by host ones."""
     from types import SimpleNamespace
 
-    from judge.harness.main import Harness
+    from judge.harness.main import Harness, Kernel
 
     judged = torch.zeros(512, dtype=torch.float4_e2m1fn_x2)
     poison(judged)  # in the judge's file
-    fresh = SimpleNamespace(staged=True, stage_in=lambda: None,
+    fresh = SimpleNamespace(staged=True, stage_in=lambda: None, bound=lambda kernel: (),
                             outputs={"q": torch.zeros(512, dtype=torch.float4_e2m1fn_x2),
                                      "y": torch.zeros(8)},
                             host_outputs={"q": judged, "y": torch.zeros(8)})
     harness = object.__new__(Harness)
-    harness.fresh = [fresh]
+    harness.fresh, harness.fresh_bound = [fresh], {}
+    harness.kernel, harness.recorder = Kernel(lambda: None), None
     harness.device = SimpleNamespace(flush_cache=lambda: None, synchronize=lambda: None)
     harness.op_prepare({"fresh": True, "calls": 1})
     assert torch.equal(fresh.outputs["q"].view(torch.uint8), judged.view(torch.uint8))

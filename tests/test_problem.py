@@ -34,7 +34,7 @@ def test_bundled_problems_load(slug):
     assert any(t.sample for t in problem.tests)
     for language in problem.spec.languages:
         assert problem.template_path(language) is not None
-    from judge.judging.selftest import template_outcomes
+    from judge.tooling.selftest import template_outcomes
 
     failing = [(o.path, o.detail) for o in template_outcomes(problem) if o.status != "ok"]
     assert not failing  # a template submitted unchanged must pass the problem's rules
@@ -48,7 +48,7 @@ def test_the_fault_benchmarks_problem_is_correctness_only():
 
 
 def test_validation_fails_a_template_that_breaks_a_rule(folder):
-    from judge.judging.selftest import template_outcomes
+    from judge.tooling.selftest import template_outcomes
     from judge.verdicts import Verdict
 
     template = folder / "templates" / "triton.py"

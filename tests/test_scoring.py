@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from judge.judging import scoring
+from judge.measure import scoring
 
 
 def test_stats_median_spread_and_robust_standard_error():
@@ -102,9 +102,9 @@ def test_a_report_short_of_the_clock_is_held_only_when_far_short_or_under_the_fl
     from types import SimpleNamespace
 
     from judge.host.device import DeviceInfo
-    from judge.judging.charging import Charge
     from judge.judging.record import JudgeResult, TestReport
     from judge.judging.stages.score import charge_point
+    from judge.measure.charging import Charge
     from judge.problem.schema import load_problem
     from tests.conftest import PROBLEMS
 

@@ -1,4 +1,4 @@
-"""The judge's clock against the harness's reports (judge/judging/timing.py), on synthetic samples."""
+"""The judge's clock against the harness's reports (judge/measure/rounds.py), on synthetic samples."""
 
 import math
 import random
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge.judging import charging
-from judge.judging.charging import ALLOWANCE_MS, Floor, Samples, resolution
-from judge.judging.timing import BATCH_MS
+from judge.measure import charging
+from judge.measure.charging import ALLOWANCE_MS, Floor, Samples, resolution
+from judge.measure.rounds import BATCH_MS
 
 REQUEST_MS, AROUND_MS = 0.12, 0.002  # a request's round trip; the harness's work around a call
 EMPTY_MS = 0.001  # an empty run_kernel's report
@@ -128,7 +128,7 @@ def test_a_batch_of_one_heavy_call_and_near_empty_ones_is_lopsided():
     """Issue 42: every call's report comes back; a batch computed in its first call (or in pairs)
     shows as near-empty calls beside heavy ones, which honest calls never are, preempted or
     cold."""
-    from judge.judging.charging import lopsided
+    from judge.measure.charging import lopsided
 
     assert lopsided([10.0] + [0.0005] * 63)  # the batch in its first call
     assert lopsided([2.0, 0.0005] * 32)  # calls fused in pairs
@@ -237,7 +237,7 @@ def test_the_checked_calls_are_a_uniform_draw_made_after_the_last_call(tmp_path)
     calls left unchecked (the last of a batch, a round's first)."""
     from collections import Counter
 
-    from judge.judging.fresh_rounds import FreshRounds
+    from judge.measure.fresh_rounds import FreshRounds
 
     rounds, batch, keep, trials = 10, {"submission": 3, "baseline": 1}, 4, 1500
     counts: Counter[tuple[int, int]] = Counter()
@@ -263,7 +263,7 @@ def test_the_problems_count_of_checks_is_the_submissions():
     """The problem's `checked_calls` is what the submission's timed calls are checked at least;
     the baseline (the organizer's code) is checked as a test of the judge's plumbing, one call at
     least: eight of vector_add's 4 MB calls were ~0.1 s of every judging."""
-    from judge.judging.fresh_rounds import BASELINE_MAX_CHECKED, MAX_CHECKED, checked_calls
+    from judge.measure.fresh_rounds import BASELINE_MAX_CHECKED, MAX_CHECKED, checked_calls
 
     assert checked_calls(8, 4 << 20) == {"submission": 8, "baseline": 1}
     assert checked_calls(8, 28) == {"submission": MAX_CHECKED, "baseline": BASELINE_MAX_CHECKED}
@@ -276,7 +276,7 @@ def test_the_reservoir_draws_uniformly_from_a_long_stream_in_few_picks():
     pick copies a call's outputs)."""
     import random
 
-    from judge.judging.fresh_rounds import Reservoir
+    from judge.measure.fresh_rounds import Reservoir
 
     size, length, trials = 10, 2000, 1500
     deciles, picks = [0] * 10, 0
@@ -303,8 +303,8 @@ def test_every_timed_call_whose_outputs_look_skipped_is_checked(tmp_path):
     poison, zeroing the output or copying the call before's. Every call's outputs are sampled:
     one left (mostly) as poisoned, holding one value, or holding exactly what the call before
     left (within a batch or across turns) is checked whatever the draw; honest ones are not."""
-    from judge.judging.fresh_rounds import MAX_SUSPECTS, FreshRounds
-    from judge.judging.shared import SharedTensors
+    from judge.measure.fresh_rounds import MAX_SUSPECTS, FreshRounds
+    from judge.measure.shared import SharedTensors
 
     specs = [([1000], "float32"), ([10], "int64")]
     outputs = {role: SharedTensors(tmp_path / f"{role}.raw", specs, True, 4)
@@ -388,7 +388,7 @@ def test_shared_tensors_are_written_and_poisoned_on_the_calling_thread_alone(tmp
     each by a copy the calling thread makes, so that the judge's writes land on its own CPU."""
     import torch
 
-    from judge.judging.shared import SharedTensors
+    from judge.measure.shared import SharedTensors
 
     shared = SharedTensors(tmp_path / "fresh.raw", [([2, 3], "float32"), ([5], "int32"),
                                                     ([2], "bool")], writable_by_others=False)
@@ -415,7 +415,7 @@ def test_a_rounds_sets_are_each_written_to_their_own_call(tmp_path, floats):
     whatever their element widths (1 to 8 bytes)."""
     import torch
 
-    from judge.judging.shared import SharedTensors
+    from judge.measure.shared import SharedTensors
 
     specs = [([2], "float64"), ([0], "int64"), ([floats], "float32"), ([3], "float16"),
              ([2], "bool")]
@@ -445,7 +445,7 @@ def test_a_shared_set_in_any_order_of_dtypes_maps_alike_on_both_sides(tmp_path):
 
     from judge.harness.main import _map_sets
     from judge.harness.protocol import read_raw
-    from judge.judging.shared import SharedTensors
+    from judge.measure.shared import SharedTensors
 
     specs = [([3], "float16"), ([1], "bool"), ([5], "float32"), ([1], "int8"), ([2], "float64")]
     shared = SharedTensors(tmp_path / "fresh.raw", specs, writable_by_others=False, slots=3)
@@ -479,7 +479,7 @@ def test_inputs_drawn_on_another_device_are_copied_through_the_host(tmp_path):
     script = f"""
 import torch
 from pathlib import Path
-from judge.judging.shared import SharedTensors
+from judge.measure.shared import SharedTensors
 shared = SharedTensors(Path({str(tmp_path / "fresh.raw")!r}), [([4], "float32")],
                        writable_by_others=False)
 try:
@@ -496,7 +496,7 @@ except (NotImplementedError, RuntimeError, ValueError) as exc:
 def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
     import os
 
-    from judge.judging.fresh_rounds import on_cpus
+    from judge.measure.fresh_rounds import on_cpus
 
     before = os.sched_getaffinity(0)
     one = {max(before)}
@@ -516,7 +516,7 @@ def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp
     import threading
     import time
 
-    from judge.judging.fresh_rounds import FreshRounds
+    from judge.measure.fresh_rounds import FreshRounds
 
     drawn, written = [], []
 
@@ -580,8 +580,8 @@ def test_operators_are_recorded_in_checked_and_audited_calls_not_in_the_measured
 
 
 def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timing(tmp_path):
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import AUDIT_EVERY, interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import AUDIT_EVERY, Plan, interleave
     from judge.problem.schema import Timing
 
     sent = []
@@ -594,8 +594,8 @@ def test_audited_rounds_are_recorded_for_the_submission_and_left_out_of_the_timi
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=400, max_reps=400, max_s=60, target_rse=1e-9,
                     input_sets=1)
-    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
-                     audit=True)
+    got = interleave(Plan(request, lambda role, frozen: None, timing, rounds, flush=lambda: None,
+                     audit=True))
     times = [(role, record) for role, op, record in sent if op == "prepare"]  # readies it
     audits = sum(record for _, record in times)
     assert all(role == "submission" for role, record in times if record)
@@ -608,8 +608,8 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
     """`time` is the call alone; the copies in (`prepare`) and out (`collect`) are timed together
     by the judge's clock and compared with the baseline's: a pageable copy's speed varies with
     the process, and inside `time` it was charged as hidden work."""
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import Plan, interleave
     from judge.problem.schema import Timing
 
     sent = []
@@ -621,8 +621,8 @@ def test_on_a_gpu_the_copies_are_requests_of_their_own_around_the_timed_call(tmp
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=60, target_rse=1e-9)
-    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
-                     floor_loaders=("native",))
+    got = interleave(Plan(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     loaders={"submission": "native"}))
     for role in ("submission", "baseline"):
         ops = [op for who, op in sent if who == role]
         turns = [ops[i:i + 3] for i in range(0, len(ops), 3)]
@@ -634,8 +634,8 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
     """NVBench's rule: a sample whose SM clock was under 75 % of the default is discarded; here
     the whole round (both contenders' turns stay paired) is, and another is run. A card that
     throttles every call ends the timing as the judge's problem."""
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import GpuThrottled, interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import GpuThrottled, Plan, interleave
     from judge.problem.schema import Timing
 
     turns = []
@@ -651,15 +651,15 @@ def test_rounds_on_a_throttled_gpu_clock_are_left_out_and_redone(tmp_path):
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=20, max_reps=20, max_s=60, target_rse=1e-9)
-    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
-                     throttled=throttled)
+    got = interleave(Plan(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     throttled=throttled))
     assert len(got["submission"].reported) == len(got["baseline"].reported) == 20
     assert got["submission"].throttled == 5 and rounds.rounds == 25
     always = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     with pytest.raises(GpuThrottled):
-        interleave(request, lambda role, frozen: None,
+        interleave(Plan(request, lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
-                   always, flush=None, throttled=lambda: True)
+                   always, flush=None, throttled=lambda: True))
 
 
 def test_rounds_where_the_device_still_ran_the_submissions_work_are_left_out(tmp_path):
@@ -668,8 +668,8 @@ def test_rounds_where_the_device_still_ran_the_submissions_work_are_left_out(tmp
     run does not stop. Before each of its turns the baseline's harness probes the device and
     waits for it; a round that found it busy is left out and counted, and a device kept busy in
     every round ends the timing (the submission's TLE). The CPU device is not probed."""
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import DeviceKeptBusy, interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import DeviceKeptBusy, Plan, interleave
     from judge.problem.schema import Timing
 
     probes, sent = [], []
@@ -684,21 +684,21 @@ def test_rounds_where_the_device_still_ran_the_submissions_work_are_left_out(tmp
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     timing = Timing(warmup_s=0, min_reps=10, max_reps=10, max_s=60, target_rse=1e-9)
-    got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None,
-                     probe_wait_s=0.5)
+    got = interleave(Plan(request, lambda role, frozen: None, timing, rounds, flush=None,
+                     probe_wait_s=0.5))
     assert got["submission"].busy == 3 and got["submission"].busy_ms == [2.0] * 3
     assert len(got["submission"].reported) == 10 and rounds.rounds == 13
     assert {role for role, op in sent if op == "probe"} == {"baseline"} and probes[0] == 0.5
     sent.clear()
-    interleave(request, lambda role, frozen: None, timing, FreshRounds(
-        lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2), flush=lambda: None)
+    interleave(Plan(request, lambda role, frozen: None, timing, FreshRounds(
+        lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2), flush=lambda: None))
     assert not any(op == "probe" for _, op in sent)  # the CPU device
     with pytest.raises(DeviceKeptBusy):
-        interleave(lambda role, op, **fields: {"ok": True, "busy_ms": 1.0} if op == "probe"
+        interleave(Plan(lambda role, op, **fields: {"ok": True, "busy_ms": 1.0} if op == "probe"
                    else _timed_reply(1.0, fields.get("calls", 1)), lambda role, frozen: None,
                    Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.01, target_rse=1e-9),
                    FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2),
-                   flush=None, probe_wait_s=0.5)
+                   flush=None, probe_wait_s=0.5))
 
 
 def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_time_cap(tmp_path):
@@ -707,8 +707,8 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
     fused_moe's Triton self-test SE'd as 'throttled' with no GPU at all)."""
     import time as clock
 
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import Plan, interleave
     from judge.problem.schema import Timing
 
     def request(role, op, **fields):
@@ -717,9 +717,9 @@ def test_slow_calls_without_throttling_are_timed_to_three_rounds_whatever_the_ti
 
     outputs = {"submission": _Outputs(), "baseline": _Outputs()}
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
-    got = interleave(request, lambda role, frozen: None,
+    got = interleave(Plan(request, lambda role, frozen: None,
                      Timing(warmup_s=0, min_reps=5, max_reps=5, max_s=0.001, target_rse=1e-9),
-                     rounds, flush=lambda: None)
+                     rounds, flush=lambda: None))
     assert len(got["submission"].reported) == 3
 
 
@@ -743,7 +743,7 @@ def test_the_drawing_threads_are_each_processs_own():
     the child, where a round's draw would wait forever."""
     import os
 
-    from judge.judging import fresh_rounds
+    from judge.measure import fresh_rounds
 
     pool, _ = fresh_rounds.cpu_pool()
     assert pool.submit(lambda: 1).result(timeout=5) == 1
@@ -762,7 +762,7 @@ def test_the_spread_reported_is_not_the_place_in_a_round():
     """Turns that differ only by their place in the round (the first 10 % slower) are one
     time: the spread and standard error reported with it are those within a place, not the
     distance between the two places (an IQR of 10 % before)."""
-    from judge.judging.charging import Floor
+    from judge.measure.charging import Floor
 
     places = [True, False] * 20
     got = Samples(time_rt=[1.1 if f else 1.0 for f in places], calls=[1] * 40,
@@ -781,9 +781,9 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
     ratios mixed both places, so that every such point ran to its cap. Places now alternate
     (each contender first in half the rounds, give or take one), each time is the geometric
     mean of its two places' medians and the stop rule pairs a round of each place."""
-    from judge.judging.charging import Samples, balanced_median, paired_ratios
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import interleave
+    from judge.measure.charging import Samples, balanced_median, paired_ratios
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import Plan, interleave
     from judge.problem.schema import Timing
 
     places = [True] * 30 + [False] * 10  # the submission first in 30 rounds of 40
@@ -806,7 +806,7 @@ def test_the_place_in_a_round_cancels_out_of_the_time_and_of_the_stop_rule(tmp_p
     rounds = FreshRounds(lambda i, slot: i, lambda sets: None, outputs, tmp_path, KEEP_2)
     for reps in (7, 20, 21):
         timing = Timing(warmup_s=0, min_reps=reps, max_reps=reps, max_s=60, target_rse=1e-9)
-        got = interleave(request, lambda role, frozen: None, timing, rounds, flush=None)
+        got = interleave(Plan(request, lambda role, frozen: None, timing, rounds, flush=None))
         firsts = got["submission"].first
         assert len(firsts) == reps and abs(2 * sum(firsts) - reps) <= 1, firsts
         assert got["baseline"].first == [not f for f in firsts]
@@ -818,8 +818,8 @@ def test_a_point_that_weighs_little_in_the_score_stops_at_its_own_target(tmp_pat
     it to its cap; one that weighs it all keeps that 1 %."""
     import time
 
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import Plan, interleave
     from judge.problem.schema import Timing
 
     noise = random.Random(0)
@@ -834,8 +834,8 @@ def test_a_point_that_weighs_little_in_the_score_stops_at_its_own_target(tmp_pat
     for share in (1.0, 0.01):
         fresh = FreshRounds(lambda i, slot: i, lambda sets: None,
                             {"submission": _Outputs(), "baseline": _Outputs()}, tmp_path, KEEP_2)
-        got = interleave(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
-                         max_calls=1024, share=lambda ms, share=share: share)
+        got = interleave(Plan(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
+                         max_calls=1024, share=lambda ms, share=share: share))
         rounds[share] = len(got["submission"].reported)
     assert rounds[1.0] == timing.max_reps and rounds[0.01] < timing.max_reps / 2, rounds
 
@@ -846,8 +846,8 @@ def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
     CAPPED_MIN_ROUNDS rounds at least (scoring.point_time_cap), where it ran to max_s alike."""
     import time
 
-    from judge.judging.fresh_rounds import FreshRounds
-    from judge.judging.timing import CAPPED_MIN_ROUNDS, interleave
+    from judge.measure.fresh_rounds import FreshRounds
+    from judge.measure.rounds import CAPPED_MIN_ROUNDS, Plan, interleave
     from judge.problem.schema import Timing
 
     noise = random.Random(1)
@@ -863,9 +863,9 @@ def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
         fresh = FreshRounds(lambda i, slot: i, lambda sets: None,
                             {"submission": _Outputs(), "baseline": _Outputs()}, tmp_path, KEEP_2)
         started = time.monotonic()
-        got = interleave(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
+        got = interleave(Plan(request, lambda role, frozen: None, timing, fresh, flush=lambda: None,
                          share=lambda ms, share=share: share,
-                         weight=None if weight is None else lambda ms, w=weight: w)
+                         weight=None if weight is None else lambda ms, w=weight: w))
         spent[share, weight] = time.monotonic() - started
         rounds[share, weight] = len(got["submission"].reported)
     assert spent[1.0, None] >= timing.max_s and spent[0.05, None] >= timing.max_s, spent

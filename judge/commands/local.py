@@ -83,8 +83,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from judge.host.device import DeviceUnavailable, detect
     from judge.host.sandbox import sandbox_for
-    from judge.judging.selftest import run_self_tests
     from judge.problem.schema import ProblemError, load_problem
+    from judge.tooling.selftest import run_self_tests
 
     failed = False
     try:
@@ -141,9 +141,9 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from judge.judging.importing import ImportRequest, import_many, import_one, report, summary
     from judge.problem.importers import discover
     from judge.problem.importers.draft import ImportFailure
+    from judge.tooling.importing import ImportRequest, import_many, import_one, report, summary
 
     source = Path(args.source)
     request = ImportRequest(args.format, Path(args.dir), Path(args.out) if args.out else None,

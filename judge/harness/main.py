@@ -5,7 +5,7 @@ UNTRUSTED SIDE. This file runs inside the sandbox, in the same process as the co
 torch, the language's own package and `protocol.py` beside it (the requests and replies, shared
 with the judge), and never sees the seed, the reference outputs or the judge's state: it gets
 input files, and writes output files that the trusted side checks. Nothing it measures is trusted
-on its own: the judge times every request with its own clock (judge/judging/timing.py).
+on its own: the judge times every request with its own clock (judge/measure/rounds.py).
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ class OperatorRecorder:
     `operator_rule`: its id, message and allowed operator names).
 
     A torch dispatch mode entered around every checked and warm-up call, and the timed calls the
-    judge audits (drawn at random, left out of the timing: judge/judging/timing.py), sees every
+    judge audits (drawn at random, left out of the timing: judge/measure/rounds.py), sees every
     operator that reaches the dispatcher, from Python or from native code calling libtorch. An
     operator outside the allowance is remembered (an exception could be caught by the caller)
     and ends the call as RV. Operators the language's own runtime runs (Triton's interpreter,
@@ -765,7 +765,7 @@ class Harness:
             for name, t in inputs.outputs.items():
                 if inputs.staged and t.dtype in _PACKED:
                     # the judge's own random poison, from the shared file it just poisoned:
-                    # the judge recognises a call that left it (judging/fresh_rounds.looks_skipped)
+                    # the judge recognises a call that left it (measure/fresh_rounds.looks_skipped)
                     t.view(torch.uint8).copy_(inputs.host_outputs[name].view(torch.uint8),
                                               non_blocking=True)
                 else:

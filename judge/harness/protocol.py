@@ -41,7 +41,7 @@ Requests (fields besides `op` and `id`):
                                  (`pack_reports`), and `handled_ms`: the harness's own time from
                                  reading the request to replying (trusted only in the baseline's
                                  harness, where no contestant code runs: what of a request's
-                                 round trip is the harness's work, see judge/judging/charging.py).
+                                 round trip is the harness's work, see judge/measure/charging.py).
                                  `empty` (a loader, "native" or "python"): of a run_kernel that
                                  does nothing, called as that loader calls one, with the same
                                  steps around it (the floor turns; asked of the baseline's

@@ -99,7 +99,7 @@ class Judging:
 
     @property
     def flushes_from_outside(self) -> bool:
-        """On the CPU device the judge flushes the cache itself (judge/judging/flusher.py); a GPU's
+        """On the CPU device the judge flushes the cache itself (judge/measure/flusher.py); a GPU's
         cache is flushed by the harness, on the device, inside `prepare`."""
         return self.device.kind == "cpu"
 

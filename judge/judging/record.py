@@ -62,7 +62,7 @@ class TestReport:
     baseline_ms: float | None = None
     speedup: float | None = None
     # where lower than `speedup`: what the aggregate counts it as (the next best point's: no
-    # single point carries the aggregate, judge/judging/scoring.py counted_times)
+    # single point carries the aggregate, judge/measure/scoring.py counted_times)
     counted_speedup: float | None = None
     rel_spread: float | None = None  # IQR / median of the submission's samples
     rse: float | None = None

@@ -66,7 +66,7 @@ class Timing(Strict):
     max_reps: int = Field(50, ge=3)
     max_s: float = Field(3.0, gt=0, description="timing budget of the test point that weighs "
                          "most in the score; a lighter one's is in proportion to its weight "
-                         "against that one's (judge/judging/scoring.py point_time_cap)")
+                         "against that one's (judge/measure/scoring.py point_time_cap)")
     target_rse: float = Field(0.01, gt=0)
     input_sets: int = Field(2, ge=1, le=8, description="input sets checked before timing (the "
                             "warm-up cycles through them; every timed call gets fresh inputs)")

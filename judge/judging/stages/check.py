@@ -11,11 +11,12 @@ import torch
 
 from checkers import CheckReport, check_outputs, checks_whole_calls
 from judge.harness import protocol
-from judge.judging import dequant, fresh_rounds
+from judge.judging import dequant
 from judge.judging.contender import Contender
 from judge.judging.context import STARTUP_GRACE_S, Judging, RunFailure
 from judge.judging.record import TestReport
 from judge.judging.reference import ProblemRuntimeError, TestCase, derive_seed
+from judge.measure import fresh_rounds
 from judge.problem.schema import TestPoint
 from judge.verdicts import Verdict
 

@@ -1,14 +1,14 @@
 """Score: what each timed point is charged (no time under physics, a report short of the judge's
 clock flagged or held), its throughput, and the judging's speedup and score over the points
-(judge/judging/scoring.py holds the arithmetic). Trusted code."""
+(judge/measure/scoring.py holds the arithmetic). Trusted code."""
 
 from __future__ import annotations
 
 import math
 
-from judge.judging import charging, scoring
 from judge.judging.context import Judging
 from judge.judging.record import TestReport
+from judge.measure import charging, scoring
 from judge.problem import exprs
 from judge.problem.schema import TestPoint
 from judge.verdicts import Verdict

@@ -1,6 +1,6 @@
 """Time the submission against the baseline, point by point, the heaviest first: both harnesses
 load the point and map the shared files, warm up, then the interleaved rounds
-(judge/judging/timing.py) run on fresh inputs; the kept calls' outputs are checked
+(judge/measure/rounds.py) run on fresh inputs; the kept calls' outputs are checked
 (stages/check.py), and each point is charged (stages/score.py). Trusted code: the contenders are
 the untrusted side."""
 
@@ -18,16 +18,25 @@ import torch
 
 from judge.harness import protocol
 from judge.host.telemetry import foreign_gpu_processes, gpu_state, throttle_meter
-from judge.judging import charging, contender, fresh_rounds, scoring
-from judge.judging import timing as timing_loop
+from judge.judging import contender
 from judge.judging.contender import Contender
 from judge.judging.context import DeviceNotReady, Judging, RunFailure
-from judge.judging.flusher import CacheFlusher
 from judge.judging.record import TestReport
 from judge.judging.reference import ProblemRuntimeError, TestCase
 from judge.judging.rules import operator_rule
-from judge.judging.shared import SharedTensors
 from judge.judging.stages import check, score
+from judge.measure import charging, fresh_rounds, scoring
+from judge.measure.flusher import CacheFlusher
+from judge.measure.point import Measurement, measure_point
+from judge.measure.rounds import (
+    PROBE_WAIT,
+    BadReply,
+    DeviceKeptBusy,
+    GpuThrottled,
+    Plan,
+    batch_slots,
+)
+from judge.measure.shared import SharedTensors
 from judge.problem.schema import ProblemSpec, TestPoint, Timing
 from judge.settings import settings
 from judge.verdicts import Verdict, overall_verdict
@@ -133,14 +142,14 @@ class Timer:
                    earlier_ms: dict[str, float] | None = None,
                    weight: Callable[[dict[str, float]], float] | None = None) -> None:
         """Time one point; `share`: what it weighs in the score, `weight`: what it weighs against
-        the heaviest point (see timing.interleave); its time per call is added to
+        the heaviest point (see measure.rounds.Plan); its time per call is added to
         `earlier_ms`."""
         j = self.j
         if self.timing.max_s < j.spec.timing.max_s:
             j.result.applied["max_point_s"] = self.timing.max_s
         cpu_meter = self._cpu_meter()
         input_specs, output_bytes = self._input_specs(test), self._output_bytes(cases)
-        slots = timing_loop.batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
+        slots = batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
         fresh_inputs = SharedTensors(j.inputs_mount.host / test.name / "fresh.raw", input_specs,
                                      writable_by_others=False, slots=slots)
         outputs = {}
@@ -154,11 +163,11 @@ class Timer:
                 j.workdir / "kept" / test.name,
                 fresh_rounds.checked_calls(self.timing.checked_calls, output_bytes),
                 j.contender_cpu_set, set_bytes=fresh_inputs.size)
-            samples = self._interleave(rounds, cpu_meter, slots, share, weight)
+            measured = self._measure(rounds, cpu_meter, slots, share, weight)
         finally:
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
-        self._account(test, report, samples, rounds, cpu_meter, share, earlier_ms, weight)
+        self._account(test, report, measured, rounds, cpu_meter, earlier_ms)
 
     def _prepare(self, test: TestPoint, cases: list[TestCase], slots: int) -> None:
         """Both contenders load the point with the shared files mapped, and warm up."""
@@ -182,8 +191,10 @@ class Timer:
             return [drawn[a.name] for a in j.problem.inputs]
         return draw_inputs
 
-    def _interleave(self, rounds: fresh_rounds.FreshRounds, cpu_meter, slots: int, share,
-                    weight) -> dict[str, charging.Samples]:
+    def _measure(self, rounds: fresh_rounds.FreshRounds, cpu_meter, slots: int, share,
+                 weight) -> Measurement:
+        """The point's plan for the measurement engine, and what it measured; its failures
+        as the judging's."""
         j, run_s = self.j, self.j.spec.limits.run_s
 
         def request(role: str, op: str, **fields) -> dict:
@@ -195,61 +206,49 @@ class Timer:
                 j.result.applied["frozen_between_turns"] = False
 
         j.result.applied.setdefault("frozen_between_turns", True)
+        plan = Plan(request, freeze, self.timing, rounds,
+                    loaders={role: who.loader for role, who in self.by_role.items()},
+                    flush=self.flusher.flush if self.flusher else None, cpu_ns=cpu_meter,
+                    audit=operator_rule(j.language.name, j.spec.rules) is not None,
+                    throttled=self.throttled, max_calls=slots, share=share, weight=weight,
+                    probe_wait_s=None if j.device.kind == "cpu" else PROBE_WAIT * run_s)
         try:
-            return timing_loop.interleave(
-                request, freeze, self.timing, rounds,
-                self.flusher.flush if self.flusher else None, cpu_meter,
-                floor_loaders=tuple(dict.fromkeys(w.loader for w in self.by_role.values())),
-                audit=operator_rule(j.language.name, j.spec.rules) is not None,
-                throttled=self.throttled, max_calls=slots, share=share, weight=weight,
-                probe_wait_s=None if j.device.kind == "cpu" else timing_loop.PROBE_WAIT * run_s)
-        except timing_loop.GpuThrottled as exc:
+            return measure_point(plan)
+        except GpuThrottled as exc:
             raise DeviceNotReady(str(exc)) from None
-        except timing_loop.DeviceKeptBusy as exc:
+        except DeviceKeptBusy as exc:
             raise RunFailure(Verdict.TLE, str(exc)) from None
-        except timing_loop.BadReply as exc:
+        except BadReply as exc:
             verdict = Verdict.SE if exc.role == "baseline" else Verdict.RE
             raise RunFailure(verdict, str(exc)) from None
 
-    def _account(self, test: TestPoint, report: TestReport, samples: dict, rounds,
-                 cpu_meter, share, earlier_ms: dict[str, float] | None, weight) -> None:
-        """What the rounds showed: into the record, the kept calls checked, the point charged."""
-        j = self.j
+    def _account(self, test: TestPoint, report: TestReport, measured: Measurement, rounds,
+                 cpu_meter, earlier_ms: dict[str, float] | None) -> None:
+        """What the point measured: into the record, the kept calls checked, the point charged."""
+        j, samples, sub = self.j, measured.samples, measured.samples["submission"]
         for role, got in samples.items():
             j.kernel_ms += sum(got.reported)
             if earlier_ms is not None:
                 earlier_ms[role] += charging.per_call_ms(got)
-        report.target_rse = charging.point_target(samples, share, self.timing)
-        report.time_cap_s = charging.point_time_cap(samples, weight, self.timing)
-        ratios = charging.paired_ratios(samples["submission"], samples["baseline"])
-        report.speedup_rse = scoring.relative_se(ratios) if ratios else None
+        report.target_rse, report.time_cap_s = measured.target_rse, measured.time_cap_s
+        report.speedup_rse = measured.speedup_rse
         applied = j.result.applied
-        if samples["submission"].throttled:
-            applied["throttled_rounds"] = (applied.get("throttled_rounds", 0)
-                                           + samples["submission"].throttled)
-        if samples["submission"].busy:
-            applied["device_busy_rounds"] = (applied.get("device_busy_rounds", 0)
-                                             + samples["submission"].busy)
+        if sub.throttled:
+            applied["throttled_rounds"] = applied.get("throttled_rounds", 0) + sub.throttled
+        if sub.busy:
+            applied["device_busy_rounds"] = applied.get("device_busy_rounds", 0) + sub.busy
             j.result.hold("device", test.name, f"the device still ran work of the submission's "
-                          f"before {samples['submission'].busy} of the baseline's turns (up to "
-                          f"{max(samples['submission'].busy_ms):.2f} ms): those rounds were "
-                          "left out")
+                          f"before {sub.busy} of the baseline's turns (up to "
+                          f"{max(sub.busy_ms):.2f} ms): those rounds were left out")
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)
         check.check_rounds(j, test, rounds)
-        floors = {role: charging.Floor.of(samples["baseline"], who.loader,
-                                          charging.resolution(self.timing.target_rse))
-                  for role, who in self.by_role.items()}
-        report.floor_ms = floors["submission"].empty_call_ms
-        report.batch_calls = statistics.median(samples["submission"].calls)
-        report.baseline_resolvable_from_ms = floors["baseline"].resolvable_from_ms(
-            statistics.median(samples["baseline"].calls))
-        charge = charging.charge(samples["submission"], samples["baseline"],
-                                 floors["submission"], floors["baseline"])
-        score.charge_point(j, report, test, charge,
-                           samples["submission"].stats(floors["submission"]),
-                           samples["baseline"].stats(floors["baseline"]))
+        report.floor_ms = measured.floors["submission"].empty_call_ms
+        report.batch_calls = statistics.median(sub.calls)
+        report.baseline_resolvable_from_ms = measured.baseline_resolvable_from_ms
+        score.charge_point(j, report, test, measured.charge, measured.stats["submission"],
+                           measured.stats["baseline"])
 
     def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
                         slots: int) -> SharedTensors:

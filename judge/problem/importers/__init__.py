@@ -3,7 +3,7 @@ already keep problems in. One module per format, each defining FORMAT (what it r
 `convert(source) -> Draft` (draft.py), `discover(folder)` (the problems a folder holds) and
 `slug_for(source)` (the slug its Draft will take, read without running the format's code); the
 list of formats is this package's modules. Nothing is imported until a format is used (the CLI
-lists them at every start). judge/judging/importing.py checks and keeps what converts."""
+lists them at every start). judge/tooling/importing.py checks and keeps what converts."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
 
 def resolution_outcomes(result: JudgeResult) -> list[SelfTestOutcome]:
     """The timed points whose baseline calls are too short for the judge to resolve beyond its
-    harness's own work (judge/judging/charging.py Floor): they do not count in the score, and
+    harness's own work (judge/measure/charging.py Floor): they do not count in the score, and
     where none is resolvable no score rises above the baseline's. Each says the call time, and
     the point's size, from which it would be."""
     timed = [t for t in result.tests if t.baseline_resolvable_from_ms and t.baseline_ms]

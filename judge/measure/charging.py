@@ -1,6 +1,6 @@
 """What a timed point measured and what it is charged: each contender's samples (the judge's clock,
 the harness's report, CPU time, the floor turns'), the empty call's floor, the paired ratios,
-and the charge (judge/judging/timing.py's model: the clock scores; work moved out of the timed
+and the charge (judge/measure/rounds.py's model: the clock scores; work moved out of the timed
 request and a report short of the clock are judged against the baseline's own figures). Trusted
 side; pure arithmetic over samples."""
 
@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from judge.judging import scoring
-from judge.problem.schema import Timing
+from judge.measure import scoring
 
 # Work moved out of the timed request (into `prepare`, or after it on the CPU) is charged when
 # it is this many standard errors above zero (the two contenders' samples paired round by
@@ -339,24 +337,6 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
 def per_call_ms(got: Samples) -> float:
     """A contender's median time per call on the judge's clock, round trip included (0: none)."""
     return statistics.median(rt / n for rt, n in zip(got.time_rt, got.calls)) if got.calls else 0.0
-
-
-def point_target(samples: dict[str, Samples], share: Callable[[dict[str, float]], float] | None,
-                 timing: Timing) -> float:
-    """The relative standard error this point's paired ratio needs (see interleave)."""
-    if share is None:
-        return timing.target_rse
-    return scoring.point_target(timing.target_rse, share(
-        {role: per_call_ms(got) for role, got in samples.items()}))
-
-
-def point_time_cap(samples: dict[str, Samples],
-                   weight: Callable[[dict[str, float]], float] | None, timing: Timing) -> float:
-    """This point's time cap (see interleave)."""
-    if weight is None:
-        return timing.max_s
-    return scoring.point_time_cap(timing.max_s, weight(
-        {role: per_call_ms(got) for role, got in samples.items()}))
 
 
 def paired_ratios(sub: Samples, base: Samples) -> list[float]:

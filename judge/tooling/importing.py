@@ -135,7 +135,7 @@ def _problems(path: Path, request: ImportRequest) -> str:
 
 def _baseline_failure(problem, sandbox_name: str | None) -> str:
     from judge.judging.reference import ProblemRuntimeError, Reference
-    from judge.judging.selftest import run_self_tests
+    from judge.tooling.selftest import run_self_tests
 
     device = detect("cpu")
     try:

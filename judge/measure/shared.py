@@ -11,7 +11,7 @@ it wrote. Nothing is copied inside the requests the judge's clock measures, so t
 precise (on the CPU device a timed request is the call and the protocol's round trip alone).
 
 Writes are plain copies on the calling thread (never torch's worker threads): on the CPU device
-the judge writes from the contenders' CPU (judge.judging.fresh_rounds.on_cpus), so that the
+the judge writes from the contenders' CPU (judge.measure.fresh_rounds.on_cpus), so that the
 next call finds its inputs where every call finds them, not in another core's cache, whose state
 varies.
 """

@@ -1,7 +1,7 @@
 """The fresh inputs and kept calls of a point's timed rounds: every call's inputs drawn from a seed
 of its own and written while both contenders are frozen, the uniform draw of calls to check
 (reservoir sampling), the calls whose outputs look skipped, and the CPUs the judge works on.
-Trusted side (judge/judging/timing.py runs the rounds)."""
+Trusted side (judge/measure/rounds.py runs the rounds)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from judge.judging.shared import SharedTensors
+from judge.measure.shared import SharedTensors
 
 # Timed calls checked against the reference (a uniform draw over all of them, made once they are
 # over): at least the problem's `checked_calls`, more where outputs are small (a batch of tiny
@@ -110,7 +110,7 @@ class FreshRounds:
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
     which no contender maps) and `write(drawn)` writes a round's, a set per call, where both
     contenders read them (on `cpus`, the contenders' CPUs, where given); `outputs[role]` is that contender's
-    output tensors, a set per call of a batch, shared with it (judge/judging/shared.py); kept
+    output tensors, a set per call of a batch, shared with it (judge/measure/shared.py); kept
     outputs are written to `kept_dir`, which no sandbox mounts.
 
     A round's inputs are drawn when it begins, while both contenders are frozen, never during

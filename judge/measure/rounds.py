@@ -4,7 +4,7 @@ fresh inputs and the calls kept for checking fresh_rounds.py's.
 
 Trusted side. A round gives each contender one timed turn (each first in half the rounds): a
 batch of consecutive calls of `run_kernel`, each on its own fresh inputs. On the CPU device the judge
-flushes the cache from a process of its own (judge/judging/flusher.py) and sends one `time`
+flushes the cache from a process of its own (judge/measure/flusher.py) and sends one `time`
 request; on a GPU the harness gets a `prepare` request first (copy the batch's inputs to the
 device, poison the outputs there, flush the L2), then `time` (the calls alone), then `collect`
 (copy the outputs back to the file the judge maps): the copies, whose time varies with the
@@ -12,7 +12,7 @@ process (pageable pages, placement), stay out of the request the calls are judge
 compared with the baseline's own (the same bytes per call, from pinned mappings where CUDA allows).
 
 Fresh inputs for every call: each call's inputs are drawn from a seed of its own and written, with
-the outputs poisoned, into files both sides map (judge/judging/shared.py) while both contenders
+the outputs poisoned, into files both sides map (judge/measure/shared.py) while both contenders
 are frozen, so no answer replayed from an earlier call — keyed by address, content or call count
 — is right without doing the work, and no input exists before its round. After each turn the
 judge reads what the contender wrote; a uniformly random subset of all the calls (reservoir
@@ -50,9 +50,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from judge.harness.protocol import slot_stride, unpack_reports
-from judge.judging import scoring
-from judge.judging.charging import Samples, paired_ratios, point_target, point_time_cap
-from judge.judging.fresh_rounds import FreshRounds
+from judge.measure import scoring
+from judge.measure.charging import Samples, paired_ratios, per_call_ms
+from judge.measure.fresh_rounds import FreshRounds
 from judge.problem.schema import Timing
 
 # Turns per test point in which the baseline's harness (no contestant code: no thread of the
@@ -145,40 +145,69 @@ AUDIT_EVERY = 8
 CAPPED_MIN_ROUNDS = 2 * scoring.MIN_STOP_SAMPLES
 
 
-def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRounds,
-               flush: Callable[[], None] | None = None,
-               cpu_ns: Callable[[str], int | None] | None = None,
-               floor_loaders: tuple[str, ...] = (), audit: bool = False,
-               throttled: Callable[[], bool] | None = None,
-               max_calls: int = 1,
-               share: Callable[[dict[str, float]], float] | None = None,
-               weight: Callable[[dict[str, float]], float] | None = None,
-               probe_wait_s: float | None = None) -> dict[str, Samples]:
+@dataclass(frozen=True)
+class Plan:
+    """What timing one test point takes (`interleave`):
+    - `request`, `freeze`: the contenders (see Request, Freeze); `timing`: the problem's;
+    - `rounds`: each call's fresh inputs and the calls kept for checking (fresh_rounds.py);
+    - `loaders`: each contender's loader ("native", "python"): the baseline's harness measures,
+      in floor turns (FLOOR_TURNS), what a request carries besides the calls for each;
+    - `flush` (the CPU device): the judge flushes the cache between `prepare` and `time`, and
+      each request thaws the run alone; without, the harness flushes in `prepare` (GPUs);
+    - `cpu_ns`: a contender's CPU time so far, read while it is frozen: each turn's recorded;
+    - `audit`: some rounds are audits (AUDIT_EVERY), not in the samples;
+    - `throttled`: asked right after each turn (was the GPU's clock throttled?): a round with a
+      throttled turn is left out and another run; a GPU that throttles every call is
+      GpuThrottled once the time cap is four times over;
+    - `max_calls`: the most calls a batch holds (batch_slots);
+    - `share`: what the point weighs in the score, from each contender's time per call so far
+      (scoring.point_share): the target is the point's own (`target`); `weight`: what it weighs
+      against the point timed first (scoring.point_weight): so is the time cap (`time_cap`; a
+      point it stops has CAPPED_MIN_ROUNDS rounds at least; the problem's max_s stops any after
+      three);
+    - `probe_wait_s` (GPUs): the baseline's harness probes the device before each of its turns
+      (PROBE_WAIT): a round whose device still ran another process's work is left out."""
+
+    request: Request
+    freeze: Freeze
+    timing: Timing
+    rounds: FreshRounds
+    loaders: dict[str, str] = field(default_factory=dict)
+    flush: Callable[[], None] | None = None
+    cpu_ns: Callable[[str], int | None] | None = None
+    audit: bool = False
+    throttled: Callable[[], bool] | None = None
+    max_calls: int = 1
+    share: Callable[[dict[str, float]], float] | None = None
+    weight: Callable[[dict[str, float]], float] | None = None
+    probe_wait_s: float | None = None
+
+    def target(self, samples: dict[str, Samples]) -> float:
+        """The relative standard error this point's paired ratio needs."""
+        if self.share is None:
+            return self.timing.target_rse
+        return scoring.point_target(self.timing.target_rse, self.share(_per_call(samples)))
+
+    def time_cap(self, samples: dict[str, Samples]) -> float:
+        """This point's time cap."""
+        if self.weight is None:
+            return self.timing.max_s
+        return scoring.point_time_cap(self.timing.max_s, self.weight(_per_call(samples)))
+
+
+def _per_call(samples: dict[str, Samples]) -> dict[str, float]:
+    return {role: per_call_ms(got) for role, got in samples.items()}
+
+
+def interleave(plan: Plan) -> dict[str, Samples]:
     """Alternate turns between the two contenders, each first in half the rounds (`_order`),
-    until their paired ratio reaches the target relative standard error (or a cap is hit); the
-    one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls, grown
-    until it lasts BATCH_MS on the judge's clock (a round with a shorter batch is not scored).
-    In the first rounds the baseline's harness also times what the requests carry besides the
-    calls (floor turns, see FLOOR_TURNS; `floor_loaders`: the ways the contenders' run_kernels
-    are called, each measured). With `flush` (the CPU device) the judge flushes the cache
-    before a turn and a turn is one `time` request; without, the harness flushes in a `prepare`
-    request (GPUs).
-    With `cpu_ns` (a contender's CPU time so far, read while it is frozen) each turn's CPU time
-    is recorded too. With `audit`, some rounds are audits (AUDIT_EVERY): not in the samples.
-    With `throttled` (asked right after each turn: was the GPU's clock throttled?) a round with
-    a throttled turn is left out and another one run; a GPU that throttles every call is
-    GpuThrottled once the time cap is four times over. With `share` (what the point weighs in
-    the score, from each contender's time per call so far: scoring.point_share) the target is
-    the point's own (scoring.point_target), and with `weight` (what it weighs against the point
-    timed first, from the same times: scoring.point_weight) so is the time cap
-    (scoring.point_time_cap; a point it stops has CAPPED_MIN_ROUNDS rounds at least; the
-    problem's max_s stops any after three). With `probe_wait_s` (GPUs) the baseline's harness
-    probes the device before each of its turns (see PROBE_WAIT): a round whose device was still
-    running another process's work is left out, counted, and the device awaited."""
-    run = _Interleaving(request, freeze, timing, rounds, flush, cpu_ns, floor_loaders, audit,
-                        throttled, max_calls, share, weight, probe_wait_s)
+    until their paired ratio reaches the plan's target relative standard error (or a cap is
+    hit); the one whose turn it is not is frozen. A turn is a batch of up to `max_calls` calls,
+    grown until it lasts BATCH_MS on the judge's clock (a round with a shorter batch is not
+    scored). See Plan for what each of its parts does."""
+    run = _Interleaving(plan)
     for role in run.roles:
-        freeze(role, True)
+        plan.freeze(role, True)
     run.started = time.monotonic()
     switch = sys.getswitchinterval()
     # another thread of this process (a worker's heartbeat, the API where the worker is
@@ -194,26 +223,14 @@ def interleave(request: Request, freeze: Freeze, timing: Timing, rounds: FreshRo
     finally:
         sys.setswitchinterval(switch)
         for role in run.roles:
-            freeze(role, False)
+            plan.freeze(role, False)
 
 
 @dataclass
 class _Interleaving:
     """`interleave`'s state: the samples so far, each contender's batch size, the clock."""
 
-    request: Request
-    freeze: Freeze
-    timing: Timing
-    rounds: FreshRounds
-    flush: Callable[[], None] | None
-    cpu_ns: Callable[[str], int | None] | None
-    floor_loaders: tuple[str, ...]
-    audit: bool
-    throttled: Callable[[], bool] | None
-    max_calls: int
-    share: Callable[[dict[str, float]], float] | None
-    weight: Callable[[dict[str, float]], float] | None
-    probe_wait_s: float | None = None
+    plan: Plan
     samples: dict[str, Samples] = field(
         default_factory=lambda: {"submission": Samples(), "baseline": Samples()})
     started: float = field(default_factory=time.monotonic)
@@ -222,12 +239,16 @@ class _Interleaving:
     def __post_init__(self) -> None:
         self.roles = list(self.samples)
         self.batch = dict.fromkeys(self.roles, 1)
+        plan = self.plan
+        self.request, self.freeze, self.rounds, self.flush = (plan.request, plan.freeze,
+                                                              plan.rounds, plan.flush)
+        self.floor_loaders = tuple(dict.fromkeys(plan.loaders.values()))
 
     def floor_turn(self) -> None:
         """In the baseline's harness: a request with no call, then for each loader a batch of
         empty calls."""
         base = self.samples["baseline"]
-        for calls, empty in ((0, None), *((self.max_calls, loader)
+        for calls, empty in ((0, None), *((self.plan.max_calls, loader)
                                           for loader in self.floor_loaders)):
             got = Samples()
             reply = _turn(self.request, self.freeze, "baseline", got, self.flush,
@@ -248,7 +269,7 @@ class _Interleaving:
         samples, base = self.samples, self.samples["baseline"]
         self.rounds.begin(max(self.batch.values()))
         self.roles = _order(samples["submission"].first)
-        audited = self.audit and self.draw.randrange(AUDIT_EVERY) == 0
+        audited = self.plan.audit and self.draw.randrange(AUDIT_EVERY) == 0
         turns, hot, short, busy = {role: Samples() for role in self.roles}, False, False, False
         request_ms = statistics.median(base.request_rt)
         for role in self.roles:
@@ -270,10 +291,10 @@ class _Interleaving:
     def _device_busy(self) -> bool:
         """Before the baseline's turn (GPUs): whether its harness found the device running
         work it did not launch (PROBE_WAIT), having waited for it to idle."""
-        if self.probe_wait_s is None:
+        if self.plan.probe_wait_s is None:
             return False
         self.freeze("baseline", False)
-        reply = self.request("baseline", "probe", wait_s=self.probe_wait_s)
+        reply = self.request("baseline", "probe", wait_s=self.plan.probe_wait_s)
         busy = float(reply.get("busy_ms", 0.0))
         if busy > 0:
             self.samples["submission"].busy_ms.append(busy)
@@ -282,12 +303,14 @@ class _Interleaving:
     def _turn(self, role: str, got: Samples, audited: bool, ask_throttled: bool) -> bool:
         """One contender's turn (its CPU time too, where metered); whether the GPU throttled
         (asked only while no turn of the round has said so)."""
-        before = self.cpu_ns(role) if self.cpu_ns else None
+        cpu_ns = self.plan.cpu_ns
+        before = cpu_ns(role) if cpu_ns else None
         _turn(self.request, self.freeze, role, got, self.flush, calls=self.batch[role],
               record=audited and role == "submission")
-        hot = bool(ask_throttled and self.throttled and self.throttled())
+        throttled = self.plan.throttled
+        hot = bool(ask_throttled and throttled and throttled())
         self.freeze(role, True)
-        after = self.cpu_ns(role) if self.cpu_ns else None
+        after = cpu_ns(role) if cpu_ns else None
         if before is not None and after is not None:
             got.cpu.append((after - before) / 1e6)
         self.rounds.end(role, self.batch[role])
@@ -297,16 +320,16 @@ class _Interleaving:
         """A batch too short for the clock: longer from the next round on (at most 16 times: a
         span lost in the request's noise says little). Whether it was too short."""
         batch = self.batch[role]
-        if span >= BATCH_MS or batch >= self.max_calls:
+        if span >= BATCH_MS or batch >= self.plan.max_calls:
             return False
-        self.batch[role] = min(self.max_calls, 16 * batch,
+        self.batch[role] = min(self.plan.max_calls, 16 * batch,
                                math.ceil(batch * 1.25 * BATCH_MS / max(span, 1e-3)))
         return True
 
     def finished(self) -> bool:
         """Enough rounds: the count or time caps, or the paired ratio converged on its target;
         GpuThrottled when a GPU throttles every call."""
-        samples, timing = self.samples, self.timing
+        samples, timing = self.samples, self.plan.timing
         sub = samples["submission"]
         n, elapsed = len(sub.reported), time.monotonic() - self.started
         if n < 3 and sub.busy and elapsed > 4 * timing.max_s:
@@ -315,8 +338,7 @@ class _Interleaving:
         if n < 3 and sub.throttled and elapsed > 4 * timing.max_s:
             raise GpuThrottled(f"{sub.throttled} of {self.rounds.rounds} timed "
                                "rounds ran on a throttled GPU clock")
-        target = point_target(samples, self.share, timing)
-        cap = point_time_cap(samples, self.weight, timing)
+        target, cap = self.plan.target(samples), self.plan.time_cap(samples)
         if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
                 or (n >= max(timing.min_reps, CAPPED_MIN_ROUNDS) and elapsed > cap)):
             return True
