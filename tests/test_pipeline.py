@@ -58,6 +58,7 @@ def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, defa
     # at no better than the baseline's time (stages/score.py)
     assert all(t.harness_ms > 0 and t.resolvable_from_ms > 0 for t in result.tests)
     assert not next(t for t in result.tests if t.name == "tiny").resolvable
+    assert "not resolvable" in report.table(result)
     resolved = [t for t in result.tests if t.resolvable] or result.tests
     counted = [t.baseline_ms / (t.counted_speedup or t.speedup) for t in resolved]
     assert result.speedup == pytest.approx(sum(t.baseline_ms for t in resolved)

@@ -32,7 +32,13 @@ def table(result: JudgeResult) -> str:
             f"{(f'{t.rel_spread:.1%}' if t.rel_spread is not None else '-'):>7} "
             f"{_num(t.gbps, 4):>8}"
         )
-        if t.counted_speedup is not None:
+        if t.resolvable is False:
+            lines.append(f"    not resolvable: the harness's own work ({_num(t.harness_ms * 1000, 3)} "
+                         f"us a call) does not fit in the judge's resolution of these calls "
+                         f"(from {_num(t.resolvable_from_ms * 1000, 3)} us); "
+                         + ("counted at most at the baseline's time" if t.counted_speedup
+                            is not None else "not counted in the score"))
+        elif t.counted_speedup is not None:
             lines.append(f"    counted as {_num(t.counted_speedup, 3)}x, the next best point's: "
                          "no single point carries the aggregate")
         if t.verdict is not None and t.verdict.value != "AC" and t.message:
