@@ -102,7 +102,7 @@ def test_an_error_found_while_settling_is_named_by_the_submissions_runtime(gpu):
         if line.tails["main"] > line.host:  # the faulting kernel is behind this sync
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    def check():
+    def check(synchronize=False):
         raise harness.DeviceError("device error after run_kernel returned: "
                                   "cudaErrorIllegalAddress: an illegal memory access")
 

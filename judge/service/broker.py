@@ -27,6 +27,24 @@ TASK_NAME = "kjudge.judge"
 EMBEDDED_POLL_S = 0.1  # how often a worker on the embedded broker (SQLite) looks for work
 
 
+def race_tolerant(get_or_create):
+    """kombu's SQLAlchemy transport makes a queue's row on first use under a lock of its own
+    process only: the API publishing and a worker starting to consume at the same moment both
+    insert it, and the loser's IntegrityError ended the embedded worker's consumer (a judging
+    then waited for the janitor, 180 s in a test). The loser reads the winner's row instead."""
+    from sqlalchemy.exc import IntegrityError
+
+    def tolerant(self, queue):
+        try:
+            return get_or_create(self, queue)
+        except IntegrityError:
+            self.session.rollback()
+            return self.session.query(self.queue_cls).filter(self.queue_cls.name == queue).one()
+
+    tolerant.race_tolerant = True
+    return tolerant
+
+
 @cache
 def _make_app(broker_url: str, hard_limit_s: int, soft_limit_s: int, default_queue: str) -> Celery:
     app = Celery("kjudge", broker=broker_url, set_as_current=True)
@@ -37,6 +55,9 @@ def _make_app(broker_url: str, hard_limit_s: int, soft_limit_s: int, default_que
         from kombu.transport import sqlalchemy as sqla_transport
 
         sqla_transport.Transport.polling_interval = EMBEDDED_POLL_S
+        channel = sqla_transport.Channel
+        if not getattr(channel._get_or_create, "race_tolerant", False):
+            channel._get_or_create = race_tolerant(channel._get_or_create)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

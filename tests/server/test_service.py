@@ -442,3 +442,28 @@ def test_a_queued_submission_knows_its_place_and_about_how_long(s, config, world
     assert queueing.queue_place(s, submissions.latest_judging(third)) == {
         "queue": work.queue, "position": 1, "running": 1, "estimate_s": 4.0}
     assert queueing.queue_place(s, submissions.latest_judging(first)) is None
+
+
+def test_a_queue_row_made_by_another_process_first_is_read_not_fatal(tmp_path):
+    """The embedded broker's queue row, inserted by the API and a starting worker at once: the
+    loser of kombu's insert (its lock is per process) reads the winner's row."""
+    import sqlalchemy
+    from kombu import Connection
+
+    from judge.service.broker import race_tolerant
+
+    url = f"sqla+sqlite:///{tmp_path / 'broker.db'}"
+    with Connection(url) as mine, Connection(url) as theirs:
+        channel = mine.default_channel
+        theirs.default_channel._get_or_create("judge.cpu")  # the other process wins the insert
+        with pytest.raises(sqlalchemy.exc.IntegrityError):  # what kombu did when it lost
+            _raced(channel, "judge.cpu")
+        channel.session.rollback()
+        assert race_tolerant(_raced)(channel, "judge.cpu").name == "judge.cpu"
+
+
+def _raced(channel, queue: str):
+    """kombu's insert as it runs when its own look missed the row (another process's insert
+    came between): add and commit, no second look."""
+    channel.session.add(channel.queue_cls(queue))
+    channel.session.commit()
