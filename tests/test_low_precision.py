@@ -91,7 +91,7 @@ def test_a_gpus_fp4_outputs_are_poisoned_with_the_judges_own_bytes():
 
     judged = torch.zeros(512, dtype=torch.float4_e2m1fn_x2)
     poison(judged)  # in the judge's file
-    fresh = SimpleNamespace(staged=True, stage_in=lambda: None, bound=lambda kernel: (),
+    fresh = SimpleNamespace(staged=True, stage_in=lambda: None, values=[],
                             outputs={"q": torch.zeros(512, dtype=torch.float4_e2m1fn_x2),
                                      "y": torch.zeros(8)},
                             host_outputs={"q": judged, "y": torch.zeros(8)})

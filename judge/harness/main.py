@@ -56,6 +56,14 @@ class Channel:
         self.out.write(json.dumps(message) + "\n")
         self.out.flush()
 
+    def reply_handled(self, received_ns: int, **message) -> None:
+        """A reply, with `handled_ms`: from `received_ns` (the request read) to the reply
+        encoded (what of a request's round trip is the harness's own work)."""
+        text = json.dumps(message)[:-1]
+        handled = (_perf_counter_ns() - received_ns) / 1e6
+        self.out.write(f'{text}, "handled_ms": {handled!r}}}\n')
+        self.out.flush()
+
 
 def _find_cudart():
     """The CUDA runtime library torch runs on (its wheel's, or the system's), or None."""
@@ -262,10 +270,6 @@ def load_python(path: str):
     return fn
 
 
-def python_kernel(fn) -> Kernel:
-    return Kernel(fn)
-
-
 def native_kernel(call: NativeCall, check=None) -> Kernel:
     return Kernel(call.raw, call.bind, check)
 
@@ -278,7 +282,7 @@ def load_native(path: str, args: list[dict]):
         fn = lib.run_kernel
     except AttributeError:
         raise LoadError('the library has no symbol run_kernel (declare it extern "C")') from None
-    call = _native_call(fn, args)
+    call = NativeCall(fn, args)
     device_check = getattr(lib, "kjudge_device_check", None)
     if device_check is None:
         return call, None
@@ -310,10 +314,6 @@ class NativeCall:
 
     def __call__(self, *values) -> None:
         self.raw(*self.bind(values))
-
-
-def _native_call(fn, args: list[dict]) -> NativeCall:
-    return NativeCall(fn, args)
 
 
 def empty_kernel(loader: str, args: list[dict], device: Device | None = None) -> Kernel:
@@ -524,13 +524,6 @@ class InputSet:
         for name, t in self.outputs.items():
             self.host_outputs[name].copy_(t)
 
-    def bound(self, kernel: Kernel) -> tuple:
-        """This set's arguments as `kernel` takes them, bound once (the tensors are fixed)."""
-        cache = self.__dict__.setdefault("_bound", {})
-        if kernel.bind not in cache:
-            cache[kernel.bind] = kernel.bind(self.values)
-        return cache[kernel.bind]
-
     def modified_inputs(self) -> list[str]:
         return [n for n, t in self.inputs.items() if n in self.pristine
                 and not torch.equal(_bytes(t), _bytes(self.pristine[n]))]
@@ -649,7 +642,7 @@ class Harness:
         if self.config["loader"] == "native":
             self.kernel = native_kernel(*load_native(self.config["artifact"], self.args))
         else:
-            self.kernel = python_kernel(load_python(self.config["artifact"]))
+            self.kernel = Kernel(load_python(self.config["artifact"]))
 
     def kernel_for(self, empty: str | None) -> Kernel:
         """run_kernel, or with `empty` (a loader) one that does nothing, loaded that way."""
@@ -783,10 +776,10 @@ class Harness:
         """Each set's arguments for `kernel`; for the first `fresh_calls` fresh sets, bound once
         a test point."""
         if fresh_calls is None:
-            return [inputs.bound(kernel) for inputs in sets]
+            return [kernel.bind(inputs.values) for inputs in sets]
         key = (id(kernel), fresh_calls)
         if key not in self.fresh_bound:
-            self.fresh_bound[key] = [inputs.bound(kernel) for inputs in sets]
+            self.fresh_bound[key] = [kernel.bind(inputs.values) for inputs in sets]
         return self.fresh_bound[key]
 
     def op_time(self, msg: dict, record: bool = False) -> dict:
@@ -854,8 +847,7 @@ class Harness:
                     raise
                 kind = "MLE" if isinstance(exc, _OUT_OF_MEMORY) else "RE"
                 reply = {"ok": False, "kind": kind, "error": _format_error(exc)}
-            reply["handled_ms"] = (_perf_counter_ns() - received) / 1e6
-            self.channel.reply(id=msg.get("id"), **reply)
+            self.channel.reply_handled(received, id=msg.get("id"), **reply)
         self.channel.reply(ok=True, bye=True)
 
 

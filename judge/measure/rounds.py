@@ -239,10 +239,7 @@ class _Interleaving:
     def __post_init__(self) -> None:
         self.roles = list(self.samples)
         self.batch = dict.fromkeys(self.roles, 1)
-        plan = self.plan
-        self.request, self.freeze, self.rounds, self.flush = (plan.request, plan.freeze,
-                                                              plan.rounds, plan.flush)
-        self.floor_loaders = tuple(dict.fromkeys(plan.loaders.values()))
+        self.floor_loaders = tuple(dict.fromkeys(self.plan.loaders.values()))
 
     def floor_turn(self) -> None:
         """In the baseline's harness: a request with no call, then for each loader a batch of
@@ -251,9 +248,9 @@ class _Interleaving:
         for calls, empty in ((0, None), *((self.plan.max_calls, loader)
                                           for loader in self.floor_loaders)):
             got = Samples()
-            reply = _turn(self.request, self.freeze, "baseline", got, self.flush,
+            reply = _turn(self.plan.request, self.plan.freeze, "baseline", got, self.plan.flush,
                           calls=calls, empty=empty)
-            self.freeze("baseline", True)
+            self.plan.freeze("baseline", True)
             if empty is None:
                 base.request_rt += got.time_rt
                 base.request_handled.append(float(reply.get("handled_ms", 0.0)))
@@ -267,7 +264,7 @@ class _Interleaving:
         """One turn of each contender, in this round's order; its samples kept unless it was an
         audit, a turn was throttled or a batch was too short for the clock."""
         samples, base = self.samples, self.samples["baseline"]
-        self.rounds.begin(max(self.batch.values()))
+        self.plan.rounds.begin(max(self.batch.values()))
         self.roles = _order(samples["submission"].first)
         audited = self.plan.audit and self.draw.randrange(AUDIT_EVERY) == 0
         turns, hot, short, busy = {role: Samples() for role in self.roles}, False, False, False
@@ -293,8 +290,8 @@ class _Interleaving:
         work it did not launch (PROBE_WAIT), having waited for it to idle."""
         if self.plan.probe_wait_s is None:
             return False
-        self.freeze("baseline", False)
-        reply = self.request("baseline", "probe", wait_s=self.plan.probe_wait_s)
+        self.plan.freeze("baseline", False)
+        reply = self.plan.request("baseline", "probe", wait_s=self.plan.probe_wait_s)
         busy = float(reply.get("busy_ms", 0.0))
         if busy > 0:
             self.samples["submission"].busy_ms.append(busy)
@@ -305,15 +302,15 @@ class _Interleaving:
         (asked only while no turn of the round has said so)."""
         cpu_ns = self.plan.cpu_ns
         before = cpu_ns(role) if cpu_ns else None
-        _turn(self.request, self.freeze, role, got, self.flush, calls=self.batch[role],
+        _turn(self.plan.request, self.plan.freeze, role, got, self.plan.flush, calls=self.batch[role],
               record=audited and role == "submission")
         throttled = self.plan.throttled
         hot = bool(ask_throttled and throttled and throttled())
-        self.freeze(role, True)
+        self.plan.freeze(role, True)
         after = cpu_ns(role) if cpu_ns else None
         if before is not None and after is not None:
             got.cpu.append((after - before) / 1e6)
-        self.rounds.end(role, self.batch[role])
+        self.plan.rounds.end(role, self.batch[role])
         return hot
 
     def _resize(self, role: str, span: float) -> bool:
@@ -334,9 +331,9 @@ class _Interleaving:
         n, elapsed = len(sub.reported), time.monotonic() - self.started
         if n < 3 and sub.busy and elapsed > 4 * timing.max_s:
             raise DeviceKeptBusy(f"the device still ran the submission's work before {sub.busy} "
-                                 f"of {self.rounds.rounds} of the baseline's turns")
+                                 f"of {self.plan.rounds.rounds} of the baseline's turns")
         if n < 3 and sub.throttled and elapsed > 4 * timing.max_s:
-            raise GpuThrottled(f"{sub.throttled} of {self.rounds.rounds} timed "
+            raise GpuThrottled(f"{sub.throttled} of {self.plan.rounds.rounds} timed "
                                "rounds ran on a throttled GPU clock")
         target, cap = self.plan.target(samples), self.plan.time_cap(samples)
         if (n >= timing.max_reps or (n >= 3 and elapsed > timing.max_s)
