@@ -192,6 +192,10 @@ class SandboxProcess(ABC):
             raise ProtocolError("protocol message is not an object")
         return message
 
+    def replied(self) -> bool:
+        """Whether a line (or the end of the output) waits to be received."""
+        return not self._lines.empty()
+
     def log(self) -> str:
         return self._log.decode(errors="replace")
 

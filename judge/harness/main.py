@@ -19,6 +19,7 @@ import json
 import mmap
 import os
 import resource
+import socket
 import sys
 import time
 import traceback
@@ -193,21 +194,28 @@ class Device:
         if self.flush_read is not None:
             self._flush_sum = self.flush_read.sum()  # kept: the read must not be skipped
 
-    def time_batch(self, kernel: Kernel, bound: list[tuple]) -> list[float]:
+    def time_batch(self, kernel: Kernel, bound: list[tuple], gate: Gate | None = None
+                   ) -> list[float]:
         """Milliseconds of each call of `kernel` on each of the `bound` argument tuples, one
-        after another. CPU: nothing around a call but the clock's two reads (what the harness
-        does per call is credited only within the judge's resolution, so it is kept to what a
-        call cannot do without); GPU: `time_call` each."""
+        after another, each call's inputs released through `gate` before it and the call said
+        done after. CPU: nothing around a call but the clock's two reads (what the harness does
+        per call is credited only within the judge's resolution, so it is kept to what a call
+        cannot do without); GPU: `time_call` each."""
         call, check = kernel.call, kernel.check
-        if self.is_cuda:
-            return [self.time_call(lambda a=args: call(*a), check) for args in bound]
         clock, times = _perf_counter_ns, []
-        for args in bound:
-            start = clock()
-            call(*args)
-            times.append((clock() - start) / 1e6)
-            if check is not None:
-                check()
+        for index, args in enumerate(bound):
+            if gate is not None:
+                gate.take(index)
+            if self.is_cuda:
+                times.append(self.time_call(lambda a=args: call(*a), check))
+            else:
+                start = clock()
+                call(*args)
+                times.append((clock() - start) / 1e6)
+                if check is not None:
+                    check()
+            if gate is not None:
+                gate.done(index)
         return times
 
     def time_call(self, fn, check=None) -> float:
@@ -476,26 +484,32 @@ class InputSet:
         # what run_kernel is given: it must write into these very tensors, never swap them
         self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
 
-    def shared_copies(self, inputs_file: str, outputs_file: str, slots: int) -> list[InputSet]:
-        """The same arguments, with each timed call's fresh inputs and its outputs in files the
-        judge maps too (raw, see protocol.py; a copy per set of the files): read-only inputs,
-        the outputs writable. On the CPU run_kernel gets those very tensors; on a GPU device
-        tensors of their own, which `stage_in` / `stage_out` copy from and to the files."""
-        return [self._shared_copy(inputs, outputs) for inputs, outputs in zip(
-            _map_sets(inputs_file, self.inputs, writable=False, slots=slots),
-            _map_sets(outputs_file, self.outputs, writable=True, slots=slots))]
+    def shared_copies(self, outputs_file: str, slots: int) -> list[InputSet]:
+        """The same arguments, with each timed call's fresh inputs in a slot of memory of their
+        own, empty until the judge releases them (`release`), and its outputs in a file the
+        judge maps too (raw, see protocol.py; a set per slot, writable). On the CPU run_kernel
+        gets those very tensors; on a GPU device tensors of their own, which `stage_in` /
+        `stage_out` copy from and to the host's."""
+        inputs, regions = _reserve_sets(self.inputs, slots)
+        return [self._shared_copy(host_inputs, outputs, region) for host_inputs, outputs, region
+                in zip(inputs, _map_sets(outputs_file, self.outputs, writable=True, slots=slots),
+                       regions)]
 
-    def _shared_copy(self, host_inputs: dict, host_outputs: dict) -> InputSet:
+    def _shared_copy(self, host_inputs: dict, host_outputs: dict,
+                     region: tuple[int, int]) -> InputSet:
         copy = object.__new__(InputSet)
         copy.names, copy.pristine = self.names, {}
         copy.host_inputs, copy.host_outputs = host_inputs, host_outputs
+        copy.region = region
         on_cpu = all(t.device.type == "cpu" for t in self.inputs.values())
         copy.inputs = (copy.host_inputs if on_cpu
                        else {n: torch.empty_like(t) for n, t in self.inputs.items()})
         copy.outputs = (copy.host_outputs if on_cpu
                         else {n: torch.empty_like(t) for n, t in self.outputs.items()})
         copy.staged = not on_cpu
-        shared = (*copy.host_inputs.values(), *copy.host_outputs.values())
+        # the outputs only: an input slot is mapped anew at each release, and a page-lock
+        # would keep the copies reading the pages it locked, not the set released there
+        shared = list(copy.host_outputs.values())
         copy.locked = [t for t in shared if _pin(t)] if copy.staged else []
         copy.pinned = bool(shared) and len(copy.locked) == len(shared)
         copy.values = [copy.inputs.get(n, copy.outputs.get(n, v))
@@ -504,7 +518,15 @@ class InputSet:
         return copy
 
     staged = False  # whether the tensors run_kernel gets are copies of shared files (GPU)
-    pinned = False  # whether those files are page-locked for the copies (cudaHostRegister)
+    pinned = False  # whether the outputs' file is page-locked for the copies (cudaHostRegister)
+    region: tuple[int, int] = (0, 0)  # the fresh inputs' slot: (address, bytes)
+
+    def release(self, fd: int) -> None:
+        """Map the set the judge released (a sealed memfd, `fd`) over this set's slot: its
+        tensors now hold it (GPU: copied to the device's)."""
+        _map_over(self.region, fd)
+        if self.staged:
+            self.stage_in()
     locked: list = []  # the shared tensors page-locked so far (unlocked before they go)
 
     def unpin(self) -> None:
@@ -562,6 +584,97 @@ def _cudart():
     return _CUDART[0]
 
 
+def _reserve_sets(like: dict[str, torch.Tensor], slots: int
+                  ) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Views laid out as `like` over `slots` slots of memory (protocol.set_layout, slot_stride
+    apart), reserved empty and read-only for the sets the judge releases, and each slot's
+    (address, bytes)."""
+    sizes = [t.numel() * t.element_size() for t in like.values()]
+    offsets, span = protocol.set_layout(sizes)
+    stride = protocol.slot_stride(span)
+    mapping = mmap.mmap(-1, stride * slots, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
+        warnings.simplefilter("ignore")
+        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=stride * slots)
+    views = [{name: whole[start + offset:start + offset + n].view(t.dtype).reshape(t.shape)
+              for (name, t), offset, n in zip(like.items(), offsets, sizes)}
+             for start in range(0, stride * slots, stride)]
+    return views, [(whole.data_ptr() + start, stride) for start in range(0, stride * slots, stride)]
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mmap.restype = ctypes.c_void_p
+_LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_long]
+MAP_FIXED, MAP_POPULATE = 0x10, 0x8000  # Linux's
+
+
+def _map_over(region: tuple[int, int], fd: int) -> None:
+    """Map the file `fd` read-only over `region` (address, bytes), its pages populated: the
+    call's tensors there see the file, and take no page fault on it."""
+    address, length = region
+    got = _LIBC.mmap(address, length, mmap.PROT_READ, mmap.MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+                     fd, 0)
+    if got != address:
+        error = ctypes.get_errno()
+        raise OSError(error, f"the released set could not be mapped: {os.strerror(error)}")
+
+
+class Release:
+    """The harness's end of the judge's release of a timed turn's inputs, a call at a time (see
+    protocol.py, "Release"; judge/measure/release.py)."""
+
+    def __init__(self, path: str):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # through the folder's descriptor: a socket's path has at most 107 bytes
+        folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.sock.connect(f"/proc/self/fd/{folder}/{os.path.basename(path)}")
+        finally:
+            os.close(folder)
+        self.sock.setblocking(False)
+
+    def take(self, index: int, inputs: InputSet) -> None:
+        """Wait for call `index`'s inputs and map them where its tensors are. The wait spins:
+        a sleeping thread's wake-up would be part of the call's time on the judge's clock."""
+        while True:
+            try:
+                data, fds, _flags, _address = socket.recv_fds(self.sock, protocol.RELEASE.size, 1)
+                break
+            except BlockingIOError:
+                continue
+        try:
+            if not data:
+                raise Refused("RE", "the judge's release channel closed during a timed turn")
+            if len(fds) != 1 or protocol.RELEASE.unpack(data)[0] != index:
+                raise Refused("RE", "a release out of order: the release channel was used by "
+                                    "the run itself")
+            inputs.release(fds[0])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def done(self, index: int) -> None:
+        self.sock.send(protocol.RELEASE.pack(index))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Gate(NamedTuple):
+    """A timed turn's release, call by call: `take(index)` before the call's clock starts,
+    `done(index)` once the call is over (Device.time_batch)."""
+
+    release: Release
+    sets: list[InputSet]
+
+    def take(self, index: int) -> None:
+        self.release.take(index, self.sets[index])
+
+    def done(self, index: int) -> None:
+        self.release.done(index)
+
+
 def _map_sets(path: str, like: dict[str, torch.Tensor], writable: bool,
               slots: int = 1) -> list[dict]:
     """Views of a raw file shared with the judge, laid out as `like` (in order, on the CPU): the
@@ -603,6 +716,7 @@ class Batch(NamedTuple):
     sets: list[InputSet]
     kernel: Kernel | None
     bound: list[tuple]
+    gate: Gate | None = None  # fresh sets: released by the judge, a call at a time
 
 
 class Harness:
@@ -629,6 +743,7 @@ class Harness:
         self.next_set = 0
         self.prepared: Batch | None = None
         self.fresh: list[InputSet] = []  # the timed calls' fresh inputs, a set per batch slot
+        self.release: Release | None = None  # the judge's release of them (see Release)
         self.fresh_bound: dict[tuple[int, int], list[tuple]] = {}  # see _bound
         rule = config.get("operator_rule")
         # the language's runtime packages (config `packages`): their operators are not the
@@ -670,7 +785,10 @@ class Harness:
     def op_load(self, msg: dict) -> dict:
         for fresh in self.fresh:
             fresh.unpin()
+        if self.release is not None:
+            self.release.close()
         self.sets, self.prepared, self.fresh, self.fresh_bound = [], None, [], {}
+        self.release = None
         self.collected = []
         if self.device.is_cuda:
             torch.cuda.empty_cache()  # the last test point's tensors go back to the device
@@ -679,8 +797,8 @@ class Harness:
         self.next_set = 0
         shared = msg.get("shared")
         if shared:
-            self.fresh = self.sets[0].shared_copies(shared["inputs"], shared["outputs"],
-                                                    shared.get("slots", 1))
+            self.fresh = self.sets[0].shared_copies(shared["outputs"], shared.get("slots", 1))
+            self.release = Release(shared["release"])
         self.device.synchronize()
         # what exists now (torch, the submission, the sets) is never garbage: kept out of the
         # collector's scans, so that a collection a timed batch triggers is short
@@ -733,8 +851,9 @@ class Harness:
     def op_prepare(self, msg: dict) -> dict:
         """Ready a timed turn, in a request of its own so that the judge's clock around `time`
         holds the calls and as little else as can be: the turn's sets (`fresh`: the first
-        `calls` shared sets, on a GPU copied to the device with their outputs poisoned there;
-        else the next loaded set, poisoned), their arguments bound for the run_kernel that
+        `calls` fresh sets, whose inputs the judge releases a call at a time during `time`,
+        their outputs poisoned by the judge, on a GPU here on the device; else the next loaded
+        set, poisoned), their arguments bound for the run_kernel that
         `empty` names or the submission's (`record`: an audit, each call recorded), the cache
         flushed (on the CPU the judge flushes from outside once this is answered). The last
         turn's first and last sets are checked first: still the tensors run_kernel was given
@@ -746,9 +865,6 @@ class Harness:
         calls = msg.get("calls", 1)
         if msg.get("fresh"):
             sets = self.fresh[:calls]
-            for inputs in sets:
-                if inputs.staged:
-                    inputs.stage_in()
         else:
             sets = [self.sets[self.next_set]]
             self.next_set = (self.next_set + 1) % len(self.sets)
@@ -765,10 +881,11 @@ class Harness:
                     poison(t)
         audit = bool(msg.get("record")) and self.recorder is not None
         kernel = None if audit else self.kernel_for(msg.get("empty"))
+        gate = Gate(self.release, sets) if msg.get("fresh") and self.release else None
         self.prepared = Batch(sets, kernel, [] if kernel is None else self._bound(
-            kernel, sets, calls if msg.get("fresh") else None))
+            kernel, sets, calls if msg.get("fresh") else None), gate)
         self.device.flush_cache()
-        self.device.synchronize()  # on a GPU the copies and fills are asynchronous
+        self.device.synchronize()  # on a GPU the fills are asynchronous
         return {"ok": True}
 
     def _bound(self, kernel: Kernel, sets: list[InputSet], fresh_calls: int | None
@@ -795,9 +912,9 @@ class Harness:
         gc.disable()  # a collection in a batch (milliseconds) is noise the clock would charge
         try:
             if batch.kernel is None:  # an audit, left out of the timing
-                times = [self.call(inputs, record=True) for inputs in batch.sets]
+                times = self._audit(batch)
             else:
-                times = self.device.time_batch(batch.kernel, batch.bound)
+                times = self.device.time_batch(batch.kernel, batch.bound, batch.gate)
         finally:
             if collecting:
                 gc.enable()
@@ -805,6 +922,17 @@ class Harness:
         return {"ok": True, "reports": protocol.pack_reports(times)}
 
     collected: list[InputSet] = []  # the last timed turn's sets, until `collect`
+
+    def _audit(self, batch: Batch) -> list[float]:
+        """An audit's calls, each recorded, released as a timed turn's are."""
+        times = []
+        for index, inputs in enumerate(batch.sets):
+            if batch.gate is not None:
+                batch.gate.take(index)
+            times.append(self.call(inputs, record=True))
+            if batch.gate is not None:
+                batch.gate.done(index)
+        return times
 
     def op_probe(self, msg: dict) -> dict:
         """Asked of the baseline's harness (no contestant code) before its turn on a GPU: is

@@ -22,22 +22,22 @@ then, once `run_kernel` is loaded:           {"ok": true, "ready": true, "versio
 Requests (fields besides `op` and `id`):
   load     test, files, outputs, the input sets of a test point (torch.save files the judge wrote),
            shared                the outputs' {name: {"shape", "dtype"}}, and for the timing run
-                                 `shared` = {"inputs", "outputs", "slots"}: raw files the judge
-                                 maps too, holding `slots` sets (set_layout, slot_stride apart)
-                                 of the timed calls' fresh inputs (mapped read-only) and of this
-                                 contender's outputs
+                                 `shared` = {"release", "outputs", "slots"}: `outputs`, a raw
+                                 file the judge maps too, holding `slots` sets (set_layout,
+                                 slot_stride apart) of this contender's outputs; `release`, the
+                                 path of the judge's release socket, which the harness connects
+                                 to before replying (see "Release" below)
   run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
                                  verified after, outputs saved (raw) to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
   warmup   seconds, min_calls    untimed prepare + time cycles on the loaded sets
-  prepare  fresh, calls          before a timed batch on a GPU: the first `calls` shared sets
-                                 (`fresh`) or the next loaded set, copied to the device, outputs
-                                 poisoned, cache flushed
+  prepare  fresh, calls          before a timed batch: the first `calls` fresh sets (`fresh`)
+                                 or the next loaded set, outputs poisoned (GPU: on the device),
+                                 arguments bound, cache flushed (GPU; the judge flushes the CPU's)
   time     fresh, calls, empty,  a timed batch of `calls` calls (default 1; 0: the request's own
-           record                round trip), each on its own set: what `prepare` readied, else
-                                 (`fresh`, the CPU device) the shared sets themselves, which the
-                                 judge filled, poisoned and flushed around while the run was
-                                 frozen. Replies `reports`: every call's reported time
+           record                round trip), each on its own set: what `prepare` readied; with
+                                 `fresh`, each call's inputs are released by the judge, one call
+                                 at a time (see "Release"). Replies `reports`: every call's reported time
                                  (`pack_reports`), and `handled_ms`: the harness's own time from
                                  reading the request to replying (trusted only in the baseline's
                                  harness, where no contestant code runs: what of a request's
@@ -50,6 +50,15 @@ Requests (fields besides `op` and `id`):
   collect                        after a timed call on a GPU: its outputs copied back to the shared
                                  file (a request of its own, so that the copy is not in `time`)
   exit                           the harness says {"ok": true, "bye": true} and ends
+
+Release: a timed turn's inputs reach the run one call at a time, so that no call can read a later
+call's inputs (and compute it ahead, or fuse the batch). The judge writes each call's inputs into
+a sealed memfd of their own (a set as it lies in a slot) before the turn, where no sandbox can
+reach them; during `time` it sends call 0's descriptor over the release socket (SOCK_SEQPACKET,
+one `RELEASE` record, the call's index, with the descriptor attached), the harness maps it over
+the call's slot (its tensors keep their addresses), calls, and answers with the same record;
+only then is call 1's descriptor sent, and so on. A set is whole before it can be seen: there is
+nothing to read while the judge is still writing it.
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
 header (both sides know the shapes and dtypes); written and read with `write_raw` / `read_raw`.
@@ -75,6 +84,7 @@ import ctypes
 import os
 import secrets
 import stat
+import struct
 from array import array
 from typing import NamedTuple
 
@@ -136,6 +146,10 @@ def set_layout(nbytes: list[int]) -> tuple[list[int], int]:
         offsets.append(end)
         end += -(-size // TENSOR_ALIGN) * TENSOR_ALIGN
     return offsets, end
+
+
+RELEASE_SOCKET = "release.sock"  # in the contender's folder for the point, beside its outputs
+RELEASE = struct.Struct("<q")  # a release record: the call's index in its turn
 
 
 def request(op: str, **fields) -> dict:

@@ -3,6 +3,7 @@ way it can fail turned into a verdict. Trusted code; the process it talks to is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,15 +40,19 @@ class Contender:
     def host_out(self, *parts: str) -> Path:
         return Path(self.scratch.host, "out", *parts)
 
-    def request(self, op: str, timeout: float, turn: bool = False, **fields) -> dict:
+    def request(self, op: str, timeout: float, turn: bool = False,
+                during: Callable[[], object] | None = None, **fields) -> dict:
         """Send a request; turn every way the process can fail into a verdict. With `turn`,
-        the run is thawed for the request alone (SandboxProcess.send)."""
+        the run is thawed for the request alone (SandboxProcess.send); `during` runs between
+        sending it and awaiting the reply (a timed turn's releases)."""
         message = protocol.request(op, **fields)
         try:
             self.proc.send(message, turn)
         except ProtocolError as exc:
             self.proc.wait(2)
             raise self.death(str(exc)) from None
+        if during is not None:
+            during()
         return self.receive(timeout, message)
 
     def receive(self, timeout: float, sent: dict | None = None) -> dict:

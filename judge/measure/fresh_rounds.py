@@ -108,8 +108,10 @@ class FreshRounds:
     outputs look skipped at a sample of their elements (`looks_skipped`), up to MAX_SUSPECTS.
 
     `draw(index, slot)` draws the inputs of call `slot` of round `index` (in the judge's memory,
-    which no contender maps) and `write(drawn)` writes a round's, a set per call, where both
-    contenders read them (on `cpus`, the contenders' CPUs, where given); `outputs[role]` is that contender's
+    which no contender maps) and `write(drawn)` writes a round's, a set per call, into the
+    judge's staging (on `cpus`, the contenders' CPUs, where given), from which `seal(calls)`
+    seals each call's set into a file of its own (`sealed`: their descriptors, released to each
+    contender a call at a time: judge/measure/release.py); `outputs[role]` is that contender's
     output tensors, a set per call of a batch, shared with it (judge/measure/shared.py); kept
     outputs are written to `kept_dir`, which no sandbox mounts.
 
@@ -124,8 +126,11 @@ class FreshRounds:
 
     def __init__(self, draw: Callable[[int, int], object], write: Callable[[list], None],
                  outputs: dict[str, SharedTensors], kept_dir: Path, keep: dict[str, int],
-                 cpus: set[int] | None = None, set_bytes: int = 0):
+                 cpus: set[int] | None = None, set_bytes: int = 0,
+                 seal: Callable[..., list[int]] | None = None):
         self.draw = draw
+        self.seal = seal
+        self.sealed: list[int] = []  # this round's sets, a sealed file per call (see `seal`)
         self.set_bytes = set_bytes  # of a call's inputs
         self.write = write  # all the sets of a round, in call order
         self.cpus = cpus  # where the writes are made (see on_cpus)
@@ -163,10 +168,26 @@ class FreshRounds:
         drawn = [values for part in (drawers.map if parts > 1 else map)(
             lambda b: [self.draw(index, slot) for slot in range(*b)], zip(bounds, bounds[1:]))
             for values in part]
+        self.close()
         with on_cpus(self.cpus):
             self.write(drawn)
+            if self.seal is not None:
+                self.sealed = self.seal(calls)
             for shared in self.outputs.values():
                 shared.poison(calls)
+
+    def prime(self, calls: int) -> None:
+        """At least `calls` sealed sets, those beyond the round's as the staging holds them
+        (before the first round: zeros): what the floor turns' empty calls are released."""
+        if self.seal is not None and len(self.sealed) < calls:
+            with on_cpus(self.cpus):
+                self.sealed += self.seal(calls, len(self.sealed))
+
+    def close(self) -> None:
+        """Close the last round's sealed files (the contenders keep what they were sent)."""
+        sealed, self.sealed = self.sealed, []
+        for fd in sealed:
+            os.close(fd)
 
     def end(self, role: str, calls: int = 1) -> None:
         """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls

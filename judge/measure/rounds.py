@@ -166,7 +166,9 @@ class Plan:
       point it stops has CAPPED_MIN_ROUNDS rounds at least; the problem's max_s stops any after
       three);
     - `probe_wait_s` (GPUs): the baseline's harness probes the device before each of its turns
-      (PROBE_WAIT): a round whose device still ran another process's work is left out."""
+      (PROBE_WAIT): a round whose device still ran another process's work is left out;
+    - `release(role, calls)`: during a turn's `time` request, release that contender's inputs
+      of the round's first `calls` calls, each once the call before it is done (release.py)."""
 
     request: Request
     freeze: Freeze
@@ -181,6 +183,7 @@ class Plan:
     share: Callable[[dict[str, float]], float] | None = None
     weight: Callable[[dict[str, float]], float] | None = None
     probe_wait_s: float | None = None
+    release: Callable[[str, int], object] | None = None
 
     def target(self, samples: dict[str, Samples]) -> float:
         """The relative standard error this point's paired ratio needs."""
@@ -245,11 +248,11 @@ class _Interleaving:
         """In the baseline's harness: a request with no call, then for each loader a batch of
         empty calls."""
         base = self.samples["baseline"]
+        self.plan.rounds.prime(self.plan.max_calls)
         for calls, empty in ((0, None), *((self.plan.max_calls, loader)
                                           for loader in self.floor_loaders)):
             got = Samples()
-            reply = _turn(self.plan.request, self.plan.freeze, "baseline", got, self.plan.flush,
-                          calls=calls, empty=empty)
+            reply = _turn(self.plan, "baseline", got, calls=calls, empty=empty)
             self.plan.freeze("baseline", True)
             if empty is None:
                 base.request_rt += got.time_rt
@@ -302,7 +305,7 @@ class _Interleaving:
         (asked only while no turn of the round has said so)."""
         cpu_ns = self.plan.cpu_ns
         before = cpu_ns(role) if cpu_ns else None
-        _turn(self.plan.request, self.plan.freeze, role, got, self.plan.flush, calls=self.batch[role],
+        _turn(self.plan, role, got, calls=self.batch[role],
               record=audited and role == "submission")
         throttled = self.plan.throttled
         hot = bool(ask_throttled and throttled and throttled())
@@ -353,8 +356,7 @@ def _order(sub_first: list[bool]) -> list[str]:
     return ["baseline", "submission"] if ahead > 0 else ["submission", "baseline"]
 
 
-def _turn(request: Request, freeze: Freeze, role: str, got: Samples,
-          flush: Callable[[], None] | None, calls: int = 1, record: bool = False,
+def _turn(plan: Plan, role: str, got: Samples, calls: int = 1, record: bool = False,
           empty: str | None = None) -> dict:
     """One contender's timed batch of `calls` calls. `prepare` readies it (binds the calls'
     arguments; on a GPU copies the inputs in and flushes), `time` is the calls alone, and on a
@@ -363,10 +365,14 @@ def _turn(request: Request, freeze: Freeze, role: str, got: Samples,
     between `prepare` and `time`, and each request thaws the run for itself alone
     (SandboxProcess.send: frozen as soon as it replies), so that a thread the run left working
     gets no time outside the judge's clock but the kernel's delay in freezing; on a GPU the run
-    is thawed for the turn (the caller freezes it again). Returns the `time` reply."""
+    is thawed for the turn (the caller freezes it again). The calls' inputs are released during
+    `time`, a call at a time (Plan.release). Returns the `time` reply."""
+    request, freeze, flush = plan.request, plan.freeze, plan.flush
     fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
               **({"empty": empty} if empty else {})}
     on_cpu = flush is not None
+    release = plan.release
+    during = {"during": lambda: release(role, calls)} if release is not None and calls else {}
     if not on_cpu:
         freeze(role, False)
     sent = time.perf_counter()
@@ -375,7 +381,7 @@ def _turn(request: Request, freeze: Freeze, role: str, got: Samples,
     if on_cpu:
         flush()
     sent = time.perf_counter()
-    reply = request(role, "time", turn=on_cpu, calls=calls)
+    reply = request(role, "time", turn=on_cpu, calls=calls, **during)
     got.time_rt.append((time.perf_counter() - sent) * 1000)
     reports = _reports(role, reply, calls)
     got.reported.append(statistics.median(reports) if reports else 0.0)

@@ -1,14 +1,16 @@
 """Tensors in a file both the judge and a harness map: the timed calls' inputs and outputs.
 
-Trusted side. For the timing of a test point the judge creates, in the job's directory (on a
-memory file system when the host has one), one file holding a set of inputs — mapped read-only by
-both contenders — and one file per contender holding its outputs (in its own scratch directory,
-which the other contender cannot see). Layout: raw, see judge/harness/protocol.py.
+Trusted side. For the timing of a test point the judge holds the round's inputs in memory of its
+own (no file: no run can map it), from which each call's set is sealed into a memfd of its own
+and released to a contender a call at a time (judge/measure/release.py), and one file per
+contender holding its outputs (in its own scratch directory, which the other contender cannot
+see). Layout: raw, see judge/harness/protocol.py.
 
-Between two calls, while both contenders are frozen, the judge writes the next round's fresh
+Between two rounds, while both contenders are frozen, the judge writes the next round's fresh
 inputs and poisons the outputs through its own mapping, and after a contender's turn reads what
 it wrote. Nothing is copied inside the requests the judge's clock measures, so that clock stays
-precise (on the CPU device a timed request is the call and the protocol's round trip alone).
+precise (on the CPU device a timed request is the calls, their releases and the protocol's round
+trip).
 
 Writes are plain copies on the calling thread (never torch's worker threads): on the CPU device
 the judge writes from the contenders' CPU (judge.measure.fresh_rounds.on_cpus), so that the
@@ -30,6 +32,7 @@ import torch
 
 from judge.harness.main import poison
 from judge.harness.protocol import set_layout, slot_stride
+from judge.measure.release import seal
 
 Spec = tuple[list[int], str]  # shape, dtype name
 SMALL_SET_BYTES = 4096  # sets written a tensor at a time across a round (SharedTensors.write_sets)
@@ -40,7 +43,10 @@ class SharedTensors:
     file (each set on a page of its own: protocol.slot_stride): a timed batch's calls each get a
     set."""
 
-    def __init__(self, path: Path, specs: list[Spec], writable_by_others: bool, slots: int = 1):
+    def __init__(self, path: Path | None, specs: list[Spec], writable_by_others: bool,
+                 slots: int = 1):
+        """`path`: the file (created here, never there before); None: memory of the judge's
+        alone."""
         self.path = path
         sizes = [math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs]
         self.size = sum(sizes)  # of one set's tensors
@@ -48,13 +54,16 @@ class SharedTensors:
         self.stride = slot_stride(span)
         self._parts = [(offset, size) for offset, size in zip(offsets, sizes) if size]
         total = self.stride * slots
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.ftruncate(fd, total)
-            os.fchmod(fd, 0o666 if writable_by_others else 0o644)
-            self._map = mmap.mmap(fd, total)
-        finally:
-            os.close(fd)
+        if path is None:
+            self._map = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE)
+        else:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.ftruncate(fd, total)
+                os.fchmod(fd, 0o666 if writable_by_others else 0o644)
+                self._map = mmap.mmap(fd, total)
+            finally:
+                os.close(fd)
         self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=total)
         self.slots = [_views(self._whole[i * self.stride:], specs, offsets, sizes)
                       for i in range(slots)]
@@ -108,6 +117,20 @@ class SharedTensors:
         views = self._poisoned_views if poisoned else self.slots[0]
         return [_across(t, slots, self.stride)[:, picks] for t, picks in zip(views, positions)]
 
+    def seal(self, slots: int, first: int = 0) -> list[int]:
+        """The sets from `first` up to `slots`, each sealed into a memfd of its own as it lies
+        in its slot (release.seal): their descriptors, the caller's to close."""
+        fds: list[int] = []
+        try:
+            with memoryview(self._map) as whole:
+                for start in range(first * self.stride, slots * self.stride, self.stride):
+                    fds.append(seal(whole[start:start + self.stride]))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
     def snapshot(self, slot: int = 0) -> bytes:
         """Set `slot`'s tensors as a raw file holds them (protocol.py: one after another)."""
         start = slot * self.stride
@@ -119,7 +142,8 @@ class SharedTensors:
         del self._whole
         with contextlib.suppress(BufferError):  # a view still alive somewhere: unmapped later
             self._map.close()
-        self.path.unlink(missing_ok=True)
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 def _views(whole: torch.Tensor, specs: list[Spec], offsets: list[int],

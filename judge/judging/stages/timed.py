@@ -28,6 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
+from judge.measure.release import Release, ReleaseFailed
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -88,6 +89,7 @@ class Timer:
     def __init__(self, j: Judging, sub: Contender, base: Contender):
         self.j, self.sub, self.base = j, sub, base
         self.by_role = {"submission": sub, "baseline": base}
+        self.releases: dict[str, Release] = {}  # each contender's, for the point being timed
         self.throttled = throttle_meter(j.device)
         self.flusher = (CacheFlusher(j.device.flush_bytes, j.contender_cpus)
                         if j.flushes_from_outside else None)
@@ -150,9 +152,9 @@ class Timer:
         cpu_meter = self._cpu_meter()
         input_specs, output_bytes = self._input_specs(test), self._output_bytes(cases)
         slots = batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
-        fresh_inputs = SharedTensors(j.inputs_mount.host / test.name / "fresh.raw", input_specs,
-                                     writable_by_others=False, slots=slots)
-        outputs = {}
+        # the round's inputs in the judge's memory alone, released a call at a time
+        fresh_inputs = SharedTensors(None, input_specs, writable_by_others=False, slots=slots)
+        outputs, self.releases, rounds = {}, {}, None
         try:
             for role, who in self.by_role.items():
                 outputs[role] = contender.guard(who, lambda w=who: self._shared_outputs(
@@ -162,9 +164,13 @@ class Timer:
                 self._drawer(test), fresh_inputs.write_sets, outputs,
                 j.workdir / "kept" / test.name,
                 fresh_rounds.checked_calls(self.timing.checked_calls, output_bytes),
-                j.contender_cpu_set, set_bytes=fresh_inputs.size)
+                j.contender_cpu_set, set_bytes=fresh_inputs.size, seal=fresh_inputs.seal)
             measured = self._measure(rounds, cpu_meter, slots, share, weight)
         finally:
+            if rounds is not None:
+                rounds.close()
+            for release in self.releases.values():
+                release.close()
             for shared_file in (fresh_inputs, *outputs.values()):
                 shared_file.close()
         self._account(test, report, measured, rounds, cpu_meter, earlier_ms)
@@ -172,15 +178,24 @@ class Timer:
     def _prepare(self, test: TestPoint, cases: list[TestCase], slots: int) -> None:
         """Both contenders load the point with the shared files mapped, and warm up."""
         j, run_s = self.j, self.j.spec.limits.run_s
-        shared = {role: {"inputs": j.sandbox.path(j.inputs_mount, test.name, "fresh.raw"),
+        shared = {role: {"release": who.out_path(test.name, protocol.RELEASE_SOCKET),
                          "outputs": who.out_path(test.name, "fresh.raw"), "slots": slots}
                   for role, who in self.by_role.items()}
         for who in (self.sub, self.base):
-            contender.guard(who, lambda w=who: check.load(j, w, test, cases, shared[w.role]), self.sub)
+            contender.guard(who, lambda w=who: self._load(w, test, cases, shared[w.role]),
+                            self.sub)
             contender.guard(who, lambda w=who: check.warm(j, w, test), self.sub)
             contender.guard(who, lambda w=who: w.request(
                 "warmup", self.timing.warmup_s + 3 * run_s, seconds=self.timing.warmup_s,
                 min_calls=2), self.sub)
+
+    def _load(self, who: Contender, test: TestPoint, cases: list[TestCase], shared: dict) -> None:
+        """A contender loads the point, its harness connected to its release socket."""
+        check.load(self.j, who, test, cases, shared)
+        try:
+            self.releases[who.role].accept()
+        except ReleaseFailed as exc:
+            raise RunFailure(Verdict.RE, str(exc)) from None
 
     def _drawer(self, test: TestPoint) -> Callable[[int, int], list]:
         """Each timed call's fresh inputs, from a seed of its own."""
@@ -201,6 +216,10 @@ class Timer:
             who = self.by_role[role]
             return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
 
+        def release(role: str, calls: int) -> None:
+            self.releases[role].turn(rounds.sealed[:calls], self.by_role[role].proc.replied,
+                                     run_s)
+
         def freeze(role: str, frozen: bool) -> None:
             if not self.by_role[role].proc.freeze(frozen):
                 j.result.applied["frozen_between_turns"] = False
@@ -211,6 +230,7 @@ class Timer:
                     flush=self.flusher.flush if self.flusher else None, cpu_ns=cpu_meter,
                     audit=operator_rule(j.language.name, j.spec.rules) is not None,
                     throttled=self.throttled, max_calls=slots, share=share, weight=weight,
+                    release=release,
                     probe_wait_s=None if j.device.kind == "cpu" else PROBE_WAIT * run_s)
         try:
             return measure_point(plan)
@@ -260,6 +280,7 @@ class Timer:
             if not path.parent.resolve().is_relative_to(Path(who.scratch.host).resolve()):
                 raise OSError("a link leads out of it")
             path.unlink(missing_ok=True)  # whatever the run may have left there
+            self.releases[who.role] = Release(path.parent)
             return SharedTensors(path, [(spec["shape"], spec["dtype"])
                                         for spec in cases[0].output_specs.values()],
                                  writable_by_others=True, slots=slots)

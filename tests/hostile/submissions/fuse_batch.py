@@ -1,10 +1,8 @@
-# expect: AC
+# expect: WA
 # problem: softmax
 # timing: yes
 # backends: bwrap
-# control: baseline.py
-# flag: batch
-# threat: batch fusion by introspection (new with batches): the harness's frames hold the timed batch's input sets, all written before it starts, so the first call computes every call's softmax in one operator and the later calls return at once; the outputs are right and the per-call overhead is paid once a batch. It does not pay on the CPU (0.34-0.37x against the baseline's own 0.86x under load here: the frame walk and the concatenation cost more than they save), and its reports, one long call beside near-empty ones, hold it for review
+# threat: batch fusion by introspection (new with batches): the harness's frames hold the timed batch's input sets, all written before it starts, so the first call computes every call's softmax in one operator and the later calls return at once; the outputs are right and the per-call overhead is paid once a batch. It does not pay on the CPU (0.34-0.37x against the baseline's own 0.86x under load here: the frame walk and the concatenation cost more than they save), and its reports, one long call beside near-empty ones, hold it for review. Now each call's inputs arrive only once the call before it is done (the release, issue 42): the first call computes the later ones from what their slots held before, and is wrong
 import sys
 
 import torch

@@ -1,0 +1,125 @@
+"""The judge's end of a timed turn's release: each call's inputs reach the contender only once the
+call before it is over (judge/harness/protocol.py, "Release").
+
+Trusted side. Before a round, while both contenders are frozen, the judge writes every call's
+inputs into a memfd of their own and seals it (`seal`): no sandbox can reach such a file (it has
+no path, and the judge's descriptors are in a process no run can see), and once sealed nobody can
+change it, so both contenders get the same set. During a contender's `time` request the judge
+sends call 0's descriptor, waits for the harness to say the call is done, sends call 1's, and so
+on (`Release.turn`). A call therefore cannot read, compute or fuse a later call's work: its inputs
+do not exist in the run's reach yet; and a set is whole before it is sent, so nothing can be
+read while the judge is still writing it. What the release costs the run (the wait, the mapping)
+is per-call work of the harness, which the baseline's floor turns measure and the judge credits
+only within its resolution (judge/measure/charging.py): on the CPU device ~10 µs a call here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from judge.harness.protocol import RELEASE, RELEASE_SOCKET
+
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+
+
+def seal(data: memoryview) -> int:
+    """A sealed memfd holding `data` (a set as it lies in its slot): its descriptor."""
+    fd = os.memfd_create("kjudge-set", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        done = 0
+        while done < len(data):
+            done += os.write(fd, data[done:])
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class ReleaseFailed(Exception):
+    """The contender never connected to its release socket."""
+
+
+class Release:
+    """One contender's release socket for a test point: listening in its folder for the point
+    until the harness connects (during its `load`), then that one connection."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._listener: socket.socket | None = socket.socket(
+            socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        self.conn: socket.socket | None = None
+        with _folder(folder) as path:
+            (folder / RELEASE_SOCKET).unlink(missing_ok=True)  # what the run may have left
+            self._listener.bind(f"{path}/{RELEASE_SOCKET}")
+            os.chmod(f"{path}/{RELEASE_SOCKET}", 0o666)  # the run's user may be another
+        self._listener.listen(1)
+        self._listener.setblocking(False)
+
+    def accept(self) -> None:
+        """Take the connection the harness made while loading the point, and stop listening
+        (a second process of the run cannot connect). ReleaseFailed where there is none."""
+        try:
+            self.conn, _ = self._listener.accept()
+        except BlockingIOError:
+            raise ReleaseFailed("the run did not connect to the judge's release socket") from None
+        finally:
+            self._stop_listening()
+        self.conn.setblocking(False)
+
+    def turn(self, fds: list[int], stop: Callable[[], bool], timeout_s: float) -> int:
+        """Release `fds` (one per call, in call order), each once the call before it is done;
+        early, without error, once `stop()` (the harness replied: it failed, or the run died),
+        when the run breaks the exchange, or after `timeout_s` (its reply will not come either).
+        How many calls were done."""
+        deadline = time.monotonic() + timeout_s
+        for index, fd in enumerate(fds):
+            try:
+                socket.send_fds(self.conn, [RELEASE.pack(index)], [fd])
+            except OSError:
+                return index
+            if not self._await_done(index, stop, deadline):
+                return index
+        return len(fds)
+
+    def _await_done(self, index: int, stop: Callable[[], bool], deadline: float) -> bool:
+        """Spin until the harness says call `index` is done (a sleep's wake-up would be in the
+        call's time); False on anything else."""
+        while True:
+            try:
+                data = self.conn.recv(RELEASE.size)
+                break
+            except BlockingIOError:
+                if stop() or time.monotonic() > deadline:
+                    return False
+            except OSError:
+                return False
+        return len(data) == RELEASE.size and RELEASE.unpack(data)[0] == index
+
+    def _stop_listening(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            (self.folder / RELEASE_SOCKET).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self._stop_listening()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+@contextlib.contextmanager
+def _folder(folder: Path):
+    """`folder` as a short path (a socket's path has at most 107 bytes): through a descriptor."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
