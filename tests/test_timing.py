@@ -1,6 +1,7 @@
 """The judge's clock against the harness's reports (judge/measure/rounds.py), on synthetic samples."""
 
 import math
+import os
 import random
 import statistics
 from pathlib import Path
@@ -466,6 +467,105 @@ def test_a_shared_set_in_any_order_of_dtypes_maps_alike_on_both_sides(tmp_path):
             assert torch.equal(got, want.to(got.dtype))
     finally:
         shared.close()
+
+
+def _released_calls(tmp_path, sets: list[list], seen_by_call):
+    """A harness's fresh sets (in this process, on a thread) and the judge's release of `sets`
+    to them, call by call; `seen_by_call(index, fresh)` runs in each call."""
+    import threading
+
+    import torch
+
+    from judge.harness import main as harness
+    from judge.harness.protocol import RELEASE_SOCKET
+    from judge.measure.release import Release
+    from judge.measure.shared import SharedTensors
+
+    specs = [([len(v)], "float32") for v in sets[0]]
+    staging = SharedTensors(None, specs, writable_by_others=False, slots=len(sets))
+    outputs = SharedTensors(tmp_path / "out.raw", [([1], "float32")], True, len(sets))
+    release = Release(tmp_path, outputs.control)
+    base = object.__new__(harness.InputSet)
+    base.names = [f"x{i}" for i in range(len(specs))] + ["y"]
+    base.inputs = {f"x{i}": torch.empty(shape) for i, (shape, _) in enumerate(specs)}
+    base.outputs = {"y": torch.empty(1)}
+    base.values = [*base.inputs.values(), base.outputs["y"]]
+    fresh = base.shared_copies(str(tmp_path / "out.raw"), len(sets))
+    taker = harness.Release(str(tmp_path / RELEASE_SOCKET), str(tmp_path / "out.raw"),
+                            base.outputs, len(sets))
+    release.accept()
+    staging.write_sets([[torch.tensor(v) for v in values] for values in sets])
+    fds = staging.seal(len(sets))
+    gate, failures = harness.Gate(taker, fresh), []
+
+    def calls():
+        try:
+            for index in range(len(sets)):
+                gate.take(index)
+                seen_by_call(index, fresh)
+                gate.done(index)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failures.append(exc)
+
+    thread = threading.Thread(target=calls)
+    thread.start()
+    done = release.turn(fds, lambda: bool(failures), 30)
+    thread.join(30)
+    for fd in fds:
+        os.close(fd)
+    release.close()
+    taker.close()
+    staging.close()
+    outputs.close()
+    return done, failures
+
+
+def test_each_timed_calls_inputs_reach_the_run_only_once_the_call_before_it_is_done(tmp_path):
+    """Issue 42: a call that could read the batch's later inputs could compute them ahead or fuse
+    the batch (tests/hostile/submissions/fuse_batch*.py). The judge releases each call's set
+    once the call before it is done: in call k, slot k holds set k, and no later slot holds its
+    set; the set arrives whole, in every tensor, at the addresses the call's tensors have."""
+    sets = [[[float(10 * call + i) for i in range(3)], [float(-call)] * 1000] for call in range(5)]
+    seen = []
+
+    def look(index, fresh):
+        later = [any(float(t[0]) == sets[k][n][0] for n, t in enumerate(fresh[k].inputs.values()))
+                 for k in range(index + 1, len(sets))]
+        seen.append(([t.tolist() for t in fresh[index].inputs.values()], later))
+
+    done, failures = _released_calls(tmp_path, sets, look)
+    assert not failures and done == len(sets)
+    for index, (got, later) in enumerate(seen):
+        assert got == sets[index], index
+        assert not any(later), f"call {index} saw a later call's inputs"
+
+
+def test_a_released_set_is_sealed(tmp_path):
+    """Both contenders are sent the same sealed file: the first can neither write it nor map it
+    writable (the second would get its changes), nor shrink it under the second's mapping."""
+    import mmap
+
+    import pytest
+    import torch
+
+    from judge.measure.shared import SharedTensors
+
+    staging = SharedTensors(None, [([4], "float32")], writable_by_others=False, slots=2)
+    staging.write_sets([[torch.ones(4)], [torch.zeros(4)]])
+    fds = staging.seal(2)
+    try:
+        with pytest.raises(PermissionError):
+            os.write(fds[0], b"x")
+        with pytest.raises(PermissionError):
+            mmap.mmap(fds[0], 4096, access=mmap.ACCESS_WRITE)
+        with pytest.raises(PermissionError):
+            os.ftruncate(fds[0], 0)
+        assert os.pread(fds[0], 16, 0) == torch.ones(4).numpy().tobytes()
+        assert os.pread(fds[1], 16, 0) == torch.zeros(4).numpy().tobytes()
+    finally:
+        for fd in fds:
+            os.close(fd)
+        staging.close()
 
 
 def test_inputs_drawn_on_another_device_are_copied_through_the_host(tmp_path):

@@ -56,7 +56,7 @@ call's inputs (and compute it ahead, or fuse the batch). The judge writes each c
 a sealed memfd of their own (a set as it lies in a slot) before the turn, where no sandbox can
 reach them; during `time` it sends call 0's descriptor over the release socket (SOCK_SEQPACKET,
 one `RELEASE` record, the call's index, with the descriptor attached), the harness maps it over
-the call's slot (its tensors keep their addresses), calls, and answers with the same record;
+the call's slot (its tensors keep their addresses), calls, and counts the call done (CONTROL);
 only then is call 1's descriptor sent, and so on. A set is whole before it can be seen: there is
 nothing to read while the judge is still writing it.
 
@@ -150,6 +150,17 @@ def set_layout(nbytes: list[int]) -> tuple[list[int], int]:
 
 RELEASE_SOCKET = "release.sock"  # in the contender's folder for the point, beside its outputs
 RELEASE = struct.Struct("<q")  # a release record: the call's index in its turn
+# The page after a contender's output slots (`control_offset`): the calls released to it so far
+# this point (written by the judge once a call's descriptor is sent) and the calls it has done
+# (written by the harness after each): each side spins on the other's, which costs a tenth of a
+# microsecond a look where a look at the socket costs one. Each a COUNT, at these offsets.
+COUNT = struct.Struct("<q")
+RELEASED_AT, DONE_AT, CONTROL_BYTES = 0, 8, 16
+
+
+def control_offset(nbytes: list[int], slots: int) -> int:
+    """Where the control page starts in an outputs file of `slots` sets of tensors of `nbytes`."""
+    return slot_stride(set_layout(nbytes)[1]) * slots
 
 
 def request(op: str, **fields) -> dict:

@@ -131,6 +131,9 @@ class FreshRounds:
         self.draw = draw
         self.seal = seal
         self.sealed: list[int] = []  # this round's sets, a sealed file per call (see `seal`)
+        # the round before's, held one round more: a contender's mapping of one is then never
+        # the last, and the release that replaces it in a call does not free its pages there
+        self._held_sealed: list[int] = []
         self.set_bytes = set_bytes  # of a call's inputs
         self.write = write  # all the sets of a round, in call order
         self.cpus = cpus  # where the writes are made (see on_cpus)
@@ -168,7 +171,8 @@ class FreshRounds:
         drawn = [values for part in (drawers.map if parts > 1 else map)(
             lambda b: [self.draw(index, slot) for slot in range(*b)], zip(bounds, bounds[1:]))
             for values in part]
-        self.close()
+        _close_all(self._held_sealed)
+        self._held_sealed, self.sealed = self.sealed, []
         with on_cpus(self.cpus):
             self.write(drawn)
             if self.seal is not None:
@@ -184,10 +188,10 @@ class FreshRounds:
                 self.sealed += self.seal(calls, len(self.sealed))
 
     def close(self) -> None:
-        """Close the last round's sealed files (the contenders keep what they were sent)."""
-        sealed, self.sealed = self.sealed, []
-        for fd in sealed:
-            os.close(fd)
+        """Close the sealed files (the contenders keep what they were sent)."""
+        _close_all(self._held_sealed)
+        _close_all(self.sealed)
+        self._held_sealed, self.sealed = [], []
 
     def end(self, role: str, calls: int = 1) -> None:
         """After `role`'s turn of `calls` calls (frozen again): keep what it wrote in the calls
@@ -228,6 +232,11 @@ class FreshRounds:
         for number, call in enumerate(self.suspects[role], 1):
             kept.setdefault(call, self.kept_dir / role / f"suspect{number}.raw")
         return sorted((index, slot, path) for (index, slot), path in kept.items())
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 class Reservoir:

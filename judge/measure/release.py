@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import mmap
 import os
+import resource
 import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from judge.harness.protocol import RELEASE, RELEASE_SOCKET
+from judge.harness.protocol import COUNT, DONE_AT, RELEASE, RELEASE_SOCKET, RELEASED_AT
 
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
@@ -42,16 +44,32 @@ def seal(data: memoryview) -> int:
     return fd
 
 
+def make_room(descriptors: int) -> None:
+    """Let this process hold `descriptors` more open files (two rounds' sealed sets), as far as
+    its hard limit allows (the soft one is often 1024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = descriptors + 1024  # the worker's own files besides
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+
+
 class ReleaseFailed(Exception):
     """The contender never connected to its release socket."""
 
 
 class Release:
     """One contender's release socket for a test point: listening in its folder for the point
-    until the harness connects (during its `load`), then that one connection."""
+    until the harness connects (during its `load`), then that one connection; and the control
+    page of its outputs file (`control`: the mapping, the page's offset; protocol.COUNT)."""
 
-    def __init__(self, folder: Path):
+    # the judge looks at the run's reply and the clock every this many looks at the count
+    LOOKS = 1024
+
+    def __init__(self, folder: Path, control: tuple[mmap.mmap, int]):
         self.folder = folder
+        self.control, self.control_at = control
+        self.sent = 0  # calls released so far (the point's)
         self._listener: socket.socket | None = socket.socket(
             socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.conn: socket.socket | None = None
@@ -84,23 +102,23 @@ class Release:
                 socket.send_fds(self.conn, [RELEASE.pack(index)], [fd])
             except OSError:
                 return index
-            if not self._await_done(index, stop, deadline):
+            self.sent += 1
+            COUNT.pack_into(self.control, self.control_at + RELEASED_AT, self.sent)
+            if not self._await_done(stop, deadline):
                 return index
         return len(fds)
 
-    def _await_done(self, index: int, stop: Callable[[], bool], deadline: float) -> bool:
-        """Spin until the harness says call `index` is done (a sleep's wake-up would be in the
-        call's time); False on anything else."""
-        while True:
-            try:
-                data = self.conn.recv(RELEASE.size)
-                break
-            except BlockingIOError:
-                if stop() or time.monotonic() > deadline:
-                    return False
-            except OSError:
+    def _await_done(self, stop: Callable[[], bool], deadline: float) -> bool:
+        """Spin until the harness counts the call released last as done (a sleep's wake-up
+        would be in the call's time); False when it replied first, or at the deadline."""
+        unpack, control, at, sent = COUNT.unpack_from, self.control, self.control_at + DONE_AT, \
+            self.sent
+        looks = 0
+        while unpack(control, at)[0] < sent:
+            looks += 1
+            if looks % self.LOOKS == 0 and (stop() or time.monotonic() > deadline):
                 return False
-        return len(data) == RELEASE.size and RELEASE.unpack(data)[0] == index
+        return True
 
     def _stop_listening(self) -> None:
         if self._listener is not None:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from judge.harness.main import poison
-from judge.harness.protocol import set_layout, slot_stride
+from judge.harness.protocol import SLOT_ALIGN, set_layout, slot_stride
 from judge.measure.release import seal
 
 Spec = tuple[list[int], str]  # shape, dtype name
@@ -53,7 +53,9 @@ class SharedTensors:
         offsets, span = set_layout(sizes)
         self.stride = slot_stride(span)
         self._parts = [(offset, size) for offset, size in zip(offsets, sizes) if size]
-        total = self.stride * slots
+        # the sets, then the control page (protocol.control_offset: a timed turn's counts)
+        self.control_offset = self.stride * slots
+        total = self.control_offset + SLOT_ALIGN
         if path is None:
             self._map = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE)
         else:
@@ -116,6 +118,11 @@ class SharedTensors:
         the call."""
         views = self._poisoned_views if poisoned else self.slots[0]
         return [_across(t, slots, self.stride)[:, picks] for t, picks in zip(views, positions)]
+
+    @property
+    def control(self) -> tuple[mmap.mmap, int]:
+        """The mapping and where in it the control page starts (see protocol.COUNT)."""
+        return self._map, self.control_offset
 
     def seal(self, slots: int, first: int = 0) -> list[int]:
         """The sets from `first` up to `slots`, each sealed into a memfd of its own as it lies

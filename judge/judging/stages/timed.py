@@ -28,7 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
-from judge.measure.release import Release, ReleaseFailed
+from judge.measure.release import Release, ReleaseFailed, make_room
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -152,7 +152,9 @@ class Timer:
         cpu_meter = self._cpu_meter()
         input_specs, output_bytes = self._input_specs(test), self._output_bytes(cases)
         slots = batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
-        # the round's inputs in the judge's memory alone, released a call at a time
+        # the round's inputs in the judge's memory alone, released a call at a time from sealed
+        # files (two rounds' held at once: fresh_rounds.FreshRounds)
+        make_room(2 * slots)
         fresh_inputs = SharedTensors(None, input_specs, writable_by_others=False, slots=slots)
         outputs, self.releases, rounds = {}, {}, None
         try:
@@ -280,10 +282,11 @@ class Timer:
             if not path.parent.resolve().is_relative_to(Path(who.scratch.host).resolve()):
                 raise OSError("a link leads out of it")
             path.unlink(missing_ok=True)  # whatever the run may have left there
-            self.releases[who.role] = Release(path.parent)
-            return SharedTensors(path, [(spec["shape"], spec["dtype"])
-                                        for spec in cases[0].output_specs.values()],
-                                 writable_by_others=True, slots=slots)
+            outputs = SharedTensors(path, [(spec["shape"], spec["dtype"])
+                                           for spec in cases[0].output_specs.values()],
+                                    writable_by_others=True, slots=slots)
+            self.releases[who.role] = Release(path.parent, outputs.control)
+            return outputs
         except OSError as exc:
             raise RunFailure(Verdict.RE, f"the run's scratch directory could not hold its "
                                          f"outputs ({exc})") from None
