@@ -271,12 +271,14 @@ def test_a_point_the_judge_cannot_resolve_does_not_carry_the_score():
         assert _judged([(0.1, 1.0, False), (1.0, 1.0, True)], aggregate).speedup == 1.0
 
 
-def test_with_no_resolvable_point_none_counts_above_the_baseline():
+def test_with_no_resolvable_point_every_point_counts_at_the_baselines_time():
     """Where no point is resolvable (a problem of tiny calls only, which `kjudge problem
-    validate` warns of), every point counts at most at the baseline's time: a trimmed harness
-    cannot lift the score above 1, and what is slower than the baseline still shows."""
+    validate` warns of), every point counts at the baseline's time. Counting those slower than
+    the baseline as measured would let a trimmed harness (work the judge cannot tell from the
+    kernel's there) lift a slow kernel toward the cap: on softmax's CPU points, once every call's
+    inputs were released a call at a time, tests/hostile's trim_harness_native.cpp scored 1.16
+    times its control that way."""
     result = _judged([(0.1, 1.0, False), (4.0, 2.0, False)])
-    assert result.speedup < 1.0 and result.speedup == pytest.approx(
-        scoring.aggregate("geomean", [1.0, 2.0], [1.0, 4.0], [0.01, 0.01]))
-    assert result.tests[0].counted_speedup <= 1.0 and result.tests[1].counted_speedup == 0.5
+    assert result.speedup == pytest.approx(1.0)
+    assert [t.counted_speedup for t in result.tests] == [1.0, 1.0]
     assert any("resolve" in flag for flag in result.flags)

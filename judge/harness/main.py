@@ -693,6 +693,7 @@ class Release:
         with open(outputs, "r+b") as f:
             self.control = mmap.mmap(f.fileno(), protocol.CONTROL_BYTES, offset=offset)
         self.taken = 0  # calls released to this harness so far (the point's)
+        self.mapped_ns = 0  # time spent mapping them (their pages populated), so far
 
     def take(self, index: int, inputs: InputSet) -> None:
         """Wait for call `index`'s inputs and map them where its tensors are. The wait spins:
@@ -711,7 +712,9 @@ class Release:
             raise Refused("RE", "a release out of order: the release channel was used by the "
                                 "run itself")
         try:
+            start = _perf_counter_ns()
             inputs.release(fd)
+            self.mapped_ns += _perf_counter_ns() - start
         finally:
             os.close(fd)
         self.taken = taken + 1
@@ -973,6 +976,7 @@ class Harness:
         batch, self.prepared = self.prepared, None
         if len(batch.sets) != msg.get("calls", len(batch.sets)):
             raise Refused("RE", "the timed request does not match the batch prepared for it")
+        mapped = self.release.mapped_ns if self.release is not None else 0
         collecting = gc.isenabled()
         gc.disable()  # a collection in a batch (milliseconds) is noise the clock would charge
         try:
@@ -984,7 +988,8 @@ class Harness:
             if collecting:
                 gc.enable()
         self.collected = batch.sets
-        return {"ok": True, "reports": protocol.pack_reports(times)}
+        mapped = (self.release.mapped_ns - mapped) / 1e6 if self.release is not None else 0.0
+        return {"ok": True, "reports": protocol.pack_reports(times), "mapped_ms": mapped}
 
     collected: list[InputSet] = []  # the last timed turn's sets, until `collect`
 

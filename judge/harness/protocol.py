@@ -38,7 +38,8 @@ Requests (fields besides `op` and `id`):
            record                round trip), each on its own set: what `prepare` readied; with
                                  `fresh`, each call's inputs are released by the judge, one call
                                  at a time (see "Release"). Replies `reports`: every call's reported time
-                                 (`pack_reports`), and `handled_ms`: the harness's own time from
+                                 (`pack_reports`); `mapped_ms`: the time spent mapping the
+                                 released sets; and `handled_ms`: the harness's own time from
                                  reading the request to replying (trusted only in the baseline's
                                  harness, where no contestant code runs: what of a request's
                                  round trip is the harness's work, see judge/measure/charging.py).

@@ -36,7 +36,7 @@ def table(result: JudgeResult) -> str:
             lines.append(f"    not resolvable: the harness's own work ({_num(t.harness_ms * 1000, 3)} "
                          f"us a call) does not fit in the judge's resolution of these calls "
                          f"(from {_num(t.resolvable_from_ms * 1000, 3)} us); "
-                         + ("counted at most at the baseline's time" if t.counted_speedup
+                         + ("counted at the baseline's time" if t.counted_speedup
                             is not None else "not counted in the score"))
         elif t.counted_speedup is not None:
             lines.append(f"    counted as {_num(t.counted_speedup, 3)}x, the next best point's: "

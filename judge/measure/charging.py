@@ -57,6 +57,7 @@ class Samples:
     floor: dict[str, list[float]] = field(default_factory=dict)
     empty_rt: dict[str, list[float]] = field(default_factory=dict)
     empty_calls: dict[str, list[int]] = field(default_factory=dict)
+    empty_mapped: dict[str, list[float]] = field(default_factory=dict)  # mapping the releases
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
     busy: int = 0  # rounds left out because the GPU still ran another process's work
     busy_ms: list[float] = field(default_factory=list)  # how much longer the probe waited then
@@ -154,6 +155,10 @@ class Floor:
     call_ms: float = 0.0  # an empty run_kernel's whole cost per call, on the judge's clock
     empty_call_ms: float | None = None  # an empty run_kernel's reported time
     resolution: float = 0.0  # the fraction of a call that the harness's work is credited up to
+    # of call_ms, mapping the call's released inputs (release.py): the kernel's work populating
+    # their pages, which no run can make cheaper (a page faulted in a call costs more), so
+    # credited in full; it grows with the inputs' size where the rest does not
+    mapped_ms: float = 0.0
 
     @property
     def judge_ms(self) -> float:
@@ -169,18 +174,23 @@ class Floor:
         """The harness's own work per call in a batch of `calls` (its request's share too)."""
         return self.handled_ms / max(calls, 1) + self.call_ms
 
+    def trimmable_ms(self, calls: float) -> float:
+        """Of `harness_ms`, what a run could trim (all but the mapping)."""
+        return max(self.harness_ms(calls) - self.mapped_ms, 0.0)
+
     def credit(self, call_clock: float, calls: float) -> float:
-        """What is subtracted from a call that took `call_clock`: the harness's work, at most
-        `resolution` of the call."""
-        return min(self.harness_ms(calls), self.resolution * call_clock)
+        """What is subtracted from a call that took `call_clock`: the mapping of its inputs,
+        and the rest of the harness's work up to `resolution` of the call."""
+        return (min(self.mapped_ms, self.harness_ms(calls))
+                + min(self.trimmable_ms(calls), self.resolution * call_clock))
 
     def resolvable(self, call_clock: float, calls: float) -> bool:
-        """Whether the harness's work fits in `resolution` of such a call."""
-        return self.harness_ms(calls) <= self.resolution * call_clock
+        """Whether the harness's trimmable work fits in `resolution` of such a call."""
+        return self.trimmable_ms(calls) <= self.resolution * call_clock
 
     def resolvable_from_ms(self, calls: float) -> float:
         """The shortest call, on the judge's clock, that is resolvable in batches of `calls`."""
-        return self.harness_ms(calls) / self.resolution if self.resolution > 0 else math.inf
+        return self.trimmable_ms(calls) / self.resolution if self.resolution > 0 else math.inf
 
     @classmethod
     def of(cls, base: Samples, loader: str | None = None, resolution: float = 0.0) -> Floor:
@@ -200,9 +210,11 @@ class Floor:
             call = max(statistics.median((rt - request) / n for rt, n in
                                          zip(base.empty_rt[loader], base.empty_calls[loader])),
                        empty or 0.0)
+        mapped = [m / n for m, n in zip(base.empty_mapped.get(loader, []),
+                                        base.empty_calls.get(loader, [])) if n]
         return cls(request, handled,
                    statistics.median(base.staging_rt) if base.staging_rt else 0.0,
-                   call, empty, resolution)
+                   call, empty, resolution, statistics.median(mapped) if mapped else 0.0)
 
 
 @dataclass(frozen=True)
@@ -315,7 +327,7 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
     raw = balanced_median(sub.call_clock(floor), sub.first)
     result = Charge(clock, reported, time_excess / calls,
                     time_z > SIGNIFICANCE and time_excess > allowance,
-                    harness_ms=floor.harness_ms(calls), resolvable=floor.resolvable(raw, calls),
+                    harness_ms=floor.trimmable_ms(calls), resolvable=floor.resolvable(raw, calls),
                     resolvable_from_ms=floor.resolvable_from_ms(calls),
                     lopsided=statistics.fmean(map(lopsided, sub.each_call))
                     if sub.each_call else 0.0)

@@ -262,6 +262,7 @@ class _Interleaving:
                 base.floor.setdefault(empty, []).extend(got.reported)
                 base.empty_rt.setdefault(empty, []).extend(got.time_rt)
                 base.empty_calls.setdefault(empty, []).append(calls)
+                base.empty_mapped.setdefault(empty, []).append(float(reply.get("mapped_ms", 0.0)))
 
     def round(self) -> None:
         """One turn of each contender, in this round's order; its samples kept unless it was an

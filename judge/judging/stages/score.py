@@ -135,8 +135,9 @@ def _throughput(j: Judging, report: TestReport, test: TestPoint, seconds: float)
 def _counted_points(j: Judging, timed: list[TestReport]
                     ) -> tuple[list[TestReport], list[float], list[float]]:
     """The points the score counts, and their times: the resolvable ones (charging.Floor); where
-    none is, every point at no better than the baseline's time (a speedup there is the harness's
-    as much as the kernel's)."""
+    none is, every point at the baseline's time. A speedup there is the harness's as much as the
+    kernel's, either way: a trimmed harness would lift a slow kernel toward any cap, so no
+    point says anything (the submission ranks as the baseline, flagged)."""
     resolved = [t for t in timed if t.resolvable is not False]
     if resolved:
         if len(resolved) < len(timed):
@@ -145,10 +146,10 @@ def _counted_points(j: Judging, timed: list[TestReport]
         return resolved, [t.time_ms for t in resolved], [t.baseline_ms for t in resolved]
     j.result.applied["unresolvable_points"] = [t.name for t in timed]
     j.result.flags.append("no timed point's calls are long enough for the judge to resolve "
-                          "them beyond its harness: counted at most at the baseline's time")
+                          "them beyond its harness: every point counted at the baseline's time")
     for t in timed:
-        t.counted_speedup = min(t.speedup, 1.0) if t.speedup is not None else None
-    return timed, [max(t.time_ms, t.baseline_ms) for t in timed], [t.baseline_ms for t in timed]
+        t.counted_speedup = 1.0 if t.speedup is not None else None
+    return timed, [t.baseline_ms for t in timed], [t.baseline_ms for t in timed]
 
 
 def score(j: Judging) -> None:

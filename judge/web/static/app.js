@@ -474,7 +474,7 @@ function testsTable(tests) {
       <td class="hide-narrow">${(t.worst || []).map((w) => `<code>[${esc(w.index.join(","))}] ${num(w.got, 5)} ≠ ${num(w.expected, 5)}</code>`).join("<br>")}
         ${t.verdict && t.verdict !== "AC" && t.message ? `<div class="error">${esc(t.message.split("\n").slice(-3).join("\n"))}</div>` : ""}</td>
       <td class="num">${num(t.time_ms)}</td><td class="num">${num(t.baseline_ms)}</td>
-      <td class="num">${num(t.speedup, 3)}${t.resolvable === false ? `<div class="muted" title="the harness's own work per call does not fit in the judge's resolution of these calls: the point does not carry the score">not resolvable</div>` : ""}${t.counted_speedup != null ? `<div class="muted" title="no single point carries the aggregate: the best point counts as the next best">counted ${num(t.counted_speedup, 3)}</div>` : ""}</td>
+      <td class="num">${num(t.speedup, 3)}${t.resolvable === false ? `<div class="muted" title="the harness's own work per call does not fit in the judge's resolution of these calls: the point does not carry the score">not resolvable</div>` : ""}${t.counted_speedup != null ? `<div class="muted" title="${t.resolvable === false ? "no point of this judging is resolvable: each counts at the baseline's time" : "no single point carries the aggregate: the best point counts as the next best"}">counted ${num(t.counted_speedup, 3)}</div>` : ""}</td>
       <td class="num hide-narrow">${t.floor_ms != null ? num(1000 * t.floor_ms, 3) : "–"}</td>
       <td class="num hide-narrow">${t.rel_spread != null ? (100 * t.rel_spread).toFixed(1) + "%" : "–"}</td>
       <td class="num hide-narrow">${num(t.gbps)}</td><td class="num hide-narrow">${num(t.tflops)}</td></tr>`).join("")}

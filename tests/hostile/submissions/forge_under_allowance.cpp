@@ -23,8 +23,8 @@ extern "C" void run_kernel(const float* a, const float* b, float* c, int n) {
             "    return 0.0001 if ms < 0.045 else ms\n"
             "h.Device.time_call = forged\n"
             "real_batch = h.Device.time_batch\n"
-            "h.Device.time_batch = lambda self, k, b: [0.0001 if ms < 0.045 else ms\n"
-            "                                          for ms in real_batch(self, k, b)]\n");
+            "h.Device.time_batch = lambda self, k, b, *g: [0.0001 if ms < 0.045 else ms\n"
+            "                                          for ms in real_batch(self, k, b, *g)]\n");
         PyGILState_Release(state);
     }
     for (int i = 0; i < n; ++i) c[i] = a[i] + b[i];

@@ -4,10 +4,14 @@
 // backends: bwrap
 // control: solutions/AC/three_pass.cpp
 // gain: none
-// threat: trim the harness's per-call work from native code (issue 42): through Python's C API the harness's timed loop is replaced by one in C that calls run_kernel over a table of the batch's pointers (no Python, no ctypes conversion per call), the kernel and its reports unchanged; the judge that subtracted the baseline harness's per-call work credited the difference as speed
+// threat: trim the harness's per-call work from native code (issue 42): through Python's C API the harness's timed loop is replaced by one in C that calls run_kernel over a table of the batch's pointers, taking each call's release in C too, (no Python, no ctypes conversion per call), the kernel and its reports unchanged; the judge that subtracted the baseline harness's per-call work credited the difference as speed
 #include <cmath>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 extern "C" {
 int PyGILState_Ensure(void);
@@ -17,14 +21,39 @@ int PyRun_SimpleString(const char*);
 
 extern "C" void run_kernel(const float* x, float* y, int rows, int cols);
 
-// the whole batch in C: each call on its own set, its time in nanoseconds
-extern "C" void trimmed_batch(const int64_t* table, int calls, int rows, int cols, int64_t* ns) {
+// the judge's release of call i's inputs, taken in C: wait for the count, receive the
+// descriptor, map it over the call's slot (see the harness's Release)
+static void take(int sock, volatile int64_t* released, int64_t taken, const int64_t* region) {
+    while (*released <= taken) {}
+    char data[8];
+    struct iovec iov = {data, sizeof data};
+    union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    do {
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof control.buf;
+    } while (recvmsg(sock, &msg, MSG_DONTWAIT) < 0);
+    int fd;
+    std::memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fd);
+    mmap(reinterpret_cast<void*>(region[0]), region[1], PROT_READ,
+         MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
+    close(fd);
+}
+
+// the whole batch in C: each call's inputs released, the call on them, its time in nanoseconds
+extern "C" void trimmed_batch(const int64_t* table, int calls, int rows, int cols, int64_t* ns,
+                              int sock, int64_t control, const int64_t* regions, int64_t taken) {
+    auto* released = reinterpret_cast<volatile int64_t*>(control);
     for (int i = 0; i < calls; ++i) {
+        take(sock, released, taken + i, regions + 2 * i);
         auto start = std::chrono::steady_clock::now();
         run_kernel(reinterpret_cast<const float*>(table[2 * i]),
                    reinterpret_cast<float*>(table[2 * i + 1]), rows, cols);
         ns[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(
             std::chrono::steady_clock::now() - start).count();
+        released[1] = taken + i + 1;  // done
     }
 }
 
@@ -39,15 +68,18 @@ static void patch() {
         "protocol = sys.modules['protocol']\n"
         "honest = h.Harness.op_time\n"
         "def lean(self, msg, record=False):\n"
-        "    calls = msg.get('calls', 1)\n"
-        "    if msg.get('empty') or record or msg.get('record') or not msg.get('fresh'):\n"
+        "    batch = self.prepared\n"
+        "    if batch is None or batch.kernel is not self.kernel or batch.gate is None:\n"
         "        return honest(self, msg, record)\n"
-        "    batch = self.prepared if self.prepared is not None else self.fresh[:calls]\n"
-        "    batch, self.prepared = batch[:calls], None\n"
-        "    table = (ctypes.c_int64 * (2 * len(batch)))(*[p for s in batch for p in (s.values[0].data_ptr(), s.values[1].data_ptr())])\n"
-        "    ns = (ctypes.c_int64 * len(batch))()\n"
-        "    self.trimmed(table, len(batch), batch[0].values[2], batch[0].values[3], ns)\n"
-        "    self.collected = batch\n"
+        "    sets, release, self.prepared = batch.sets, batch.gate.release, None\n"
+        "    n = len(sets)\n"
+        "    table = (ctypes.c_int64 * (2 * n))(*[p for s in sets for p in (s.values[0].data_ptr(), s.values[1].data_ptr())])\n"
+        "    regions = (ctypes.c_int64 * (2 * n))(*[v for s in sets for v in s.region])\n"
+        "    control = ctypes.addressof(ctypes.c_char.from_buffer(release.control))\n"
+        "    ns = (ctypes.c_int64 * n)()\n"
+        "    self.trimmed(table, n, int(sets[0].values[2]), int(sets[0].values[3]), ns, release.sock.fileno(), ctypes.c_int64(control), regions, ctypes.c_int64(release.taken))\n"
+        "    release.taken += n\n"
+        "    self.collected = sets\n"
         "    return {'ok': True, 'reports': protocol.pack_reports([t / 1e6 for t in ns])}\n"
         "f = sys._getframe()\n"
         "while f is not None and 'handlers' not in f.f_locals:\n"
