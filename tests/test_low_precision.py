@@ -96,7 +96,7 @@ def test_a_gpus_fp4_outputs_are_poisoned_with_the_judges_own_bytes():
                                      "y": torch.zeros(8)},
                             host_outputs={"q": judged, "y": torch.zeros(8)})
     harness = object.__new__(Harness)
-    harness.fresh, harness.fresh_bound = [fresh], {}
+    harness.fresh, harness.fresh_bound, harness.release = [fresh], {}, None
     harness.kernel, harness.recorder = Kernel(lambda: None), None
     harness.device = SimpleNamespace(flush_cache=lambda: None, synchronize=lambda: None)
     harness.op_prepare({"fresh": True, "calls": 1})

@@ -20,6 +20,7 @@ import fcntl
 import mmap
 import os
 import resource
+import select
 import socket
 import time
 from collections.abc import Callable
@@ -27,12 +28,13 @@ from pathlib import Path
 
 from judge.harness.protocol import COUNT, DONE_AT, RELEASE, RELEASE_SOCKET, RELEASED_AT
 
+SET_NAME = "kjudge-set"  # what a sealed set's memfd is called (/proc shows "/memfd:kjudge-set")
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def seal(data: memoryview) -> int:
     """A sealed memfd holding `data` (a set as it lies in its slot): its descriptor."""
-    fd = os.memfd_create("kjudge-set", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    fd = os.memfd_create(SET_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         done = 0
         while done < len(data):
@@ -52,6 +54,22 @@ def make_room(descriptors: int) -> None:
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE,
                            (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+
+
+def held_sets(pid: int) -> int:
+    """How many of the judge's released sets process `pid` maps or holds open (its mappings
+    and descriptors of memfds named as `seal` names them); 0 once it is gone."""
+    name = f"/memfd:{SET_NAME}"
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            mapped = sum(name in line for line in maps)
+        held = 0
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(name)
+    except OSError:
+        return 0
+    return mapped + held
 
 
 class ReleaseFailed(Exception):
@@ -80,10 +98,12 @@ class Release:
         self._listener.listen(1)
         self._listener.setblocking(False)
 
-    def accept(self) -> None:
-        """Take the connection the harness made while loading the point, and stop listening
-        (a second process of the run cannot connect). ReleaseFailed where there is none."""
+    def accept(self, timeout_s: float = 1.0) -> None:
+        """Take the connection the harness made while loading the point (waiting `timeout_s`
+        at most), and stop listening (a second process of the run cannot connect).
+        ReleaseFailed where there is none."""
         try:
+            select.select([self._listener], [], [], timeout_s)
             self.conn, _ = self._listener.accept()
         except BlockingIOError:
             raise ReleaseFailed("the run did not connect to the judge's release socket") from None

@@ -168,7 +168,9 @@ class Plan:
     - `probe_wait_s` (GPUs): the baseline's harness probes the device before each of its turns
       (PROBE_WAIT): a round whose device still ran another process's work is left out;
     - `release(role, calls)`: during a turn's `time` request, release that contender's inputs
-      of the round's first `calls` calls, each once the call before it is done (release.py)."""
+      of the round's first `calls` calls, each once the call before it is done (release.py);
+    - `between_rounds()`: before each round (both contenders frozen): a check of the run's,
+      which ends the timing by raising."""
 
     request: Request
     freeze: Freeze
@@ -184,6 +186,7 @@ class Plan:
     weight: Callable[[dict[str, float]], float] | None = None
     probe_wait_s: float | None = None
     release: Callable[[str, int], object] | None = None
+    between_rounds: Callable[[], None] | None = None
 
     def target(self, samples: dict[str, Samples]) -> float:
         """The relative standard error this point's paired ratio needs."""
@@ -268,6 +271,8 @@ class _Interleaving:
         """One turn of each contender, in this round's order; its samples kept unless it was an
         audit, a turn was throttled or a batch was too short for the clock."""
         samples, base = self.samples, self.samples["baseline"]
+        if self.plan.between_rounds is not None:
+            self.plan.between_rounds()
         self.plan.rounds.begin(max(self.batch.values()))
         self.roles = _order(samples["submission"].first)
         audited = self.plan.audit and self.draw.randrange(AUDIT_EVERY) == 0

@@ -28,7 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
-from judge.measure.release import Release, ReleaseFailed, make_room
+from judge.measure.release import Release, ReleaseFailed, held_sets, make_room
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -41,6 +41,10 @@ from judge.measure.shared import SharedTensors
 from judge.problem.schema import ProblemSpec, TestPoint, Timing
 from judge.settings import settings
 from judge.verdicts import Verdict, overall_verdict
+
+# Released sets the submission may map or hold beyond one per slot (what its harness maps) before
+# it is stopped (Timer._check_holdings): a few a run's own copies may keep for a moment
+HELD_SETS_SLACK = 8
 
 
 def effective_timing(spec: ProblemSpec) -> Timing:
@@ -232,7 +236,7 @@ class Timer:
                     flush=self.flusher.flush if self.flusher else None, cpu_ns=cpu_meter,
                     audit=operator_rule(j.language.name, j.spec.rules) is not None,
                     throttled=self.throttled, max_calls=slots, share=share, weight=weight,
-                    release=release,
+                    release=release, between_rounds=lambda: self._check_holdings(slots),
                     probe_wait_s=None if j.device.kind == "cpu" else PROBE_WAIT * run_s)
         try:
             return measure_point(plan)
@@ -292,6 +296,17 @@ class Timer:
                                          f"outputs ({exc})") from None
         finally:
             who.proc.freeze(False)
+
+    def _check_holdings(self, slots: int) -> None:
+        """Between rounds: the submission maps or holds no more of the released sets than its
+        harness's slots map (one each). Each set is the judge's memory, not the run's (the run
+        cannot write it, and it is not counted against its limit): a run that kept every set it
+        was sent would grow the judge by a round's inputs every round."""
+        held = sum(held_sets(pid) for pid in self.sub.proc.pids())
+        if held > slots + HELD_SETS_SLACK:
+            self.sub.proc.kill()
+            raise RunFailure(Verdict.RE, f"the run kept {held} of the input sets the judge "
+                                         f"released to it (its {slots} slots map one each)")
 
     def _cpu_meter(self):
         """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device

@@ -1,8 +1,7 @@
-# expect: AC
+# expect: WA
 # problem: matmul
 # timing: yes
-# control: baseline.py
-# threat: patch the harness so that the product is computed in its prepare step, once the call's inputs are in place (the judge writes a timed call's inputs before the turn; on the CPU the prepare request is metered with the turn's CPU time, on a GPU its round trip is compared with the baseline's); the call only copies
+# threat: patch the harness so that the product is computed in its prepare step, once the call's inputs are in place (the judge wrote a timed call's inputs before the turn: now each is released only during the turn, once the call before it is done, so the products made in prepare are of the last round's inputs and wrong; on the CPU the prepare request is metered with the turn's CPU time, on a GPU its round trip is compared with the baseline's); the call only copies
 import sys
 
 import torch
