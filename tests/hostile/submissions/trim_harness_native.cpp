@@ -3,7 +3,6 @@
 // timing: yes
 // backends: bwrap
 // control: solutions/AC/three_pass.cpp
-// gain: none
 // threat: trim the harness's per-call work from native code (issue 42): through Python's C API the harness's timed loop is replaced by one in C that calls run_kernel over a table of the batch's pointers, taking each call's release in C too, (no Python, no ctypes conversion per call), the kernel and its reports unchanged; the judge that subtracted the baseline harness's per-call work credited the difference as speed
 #include <cmath>
 #include <chrono>
