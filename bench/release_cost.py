@@ -29,14 +29,15 @@ import torch  # noqa: E402
 
 from bench.benchmarks_md import report_section  # noqa: E402
 from judge.harness import main as harness  # noqa: E402
-from judge.harness.protocol import RELEASE_SOCKET  # noqa: E402
+from judge.harness.protocol import RELEASE_SOCKET, released_by_mapping  # noqa: E402
 from judge.measure.release import Release  # noqa: E402
 from judge.measure.shared import SharedTensors  # noqa: E402
 
-SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
+SIZES = (4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20)
 
 
-def _harness_side(folder: Path, floats: int, calls: int, turns: int, cpu: int) -> None:
+def _harness_side(folder: Path, floats: int, calls: int, turns: int, cpu: int,
+                  written: bool) -> None:
     """The child: `turns` turns of `calls` releases taken and done; the mapping's time to a
     pipe-less report (its exit leaves it in a file)."""
     os.sched_setaffinity(0, {cpu})
@@ -44,11 +45,13 @@ def _harness_side(folder: Path, floats: int, calls: int, turns: int, cpu: int) -
     base.names = ["x", "y"]
     base.inputs, base.outputs = {"x": torch.empty(floats)}, {"y": torch.empty(1)}
     base.values = [base.inputs["x"], base.outputs["y"]]
-    fresh = base.shared_copies(str(folder / "out.raw"), calls)
+    fresh = base.shared_copies(str(folder / "out.raw"), calls,
+                               str(folder / "inputs.raw") if written else None)
     release = harness.Release(str(folder / RELEASE_SOCKET), str(folder / "out.raw"),
-                              base.outputs, calls)
+                              base.outputs, calls, mapped=not written)
     gate = harness.Gate(release, fresh)
     for _ in range(turns):
+        gate.open()
         for index in range(calls):
             gate.take(index)
             gate.done(index)
@@ -59,21 +62,25 @@ def _harness_side(folder: Path, floats: int, calls: int, turns: int, cpu: int) -
 def cost(nbytes: int, turns: int) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="kjudge-release-"))
     floats = nbytes // 4
+    cpus = sorted(os.sched_getaffinity(0))
     calls = max(2, min(256, (16 << 20) // nbytes))
     staging = SharedTensors(None, [([floats], "float32")], False, calls)
     outputs = SharedTensors(folder / "out.raw", [([1], "float32")], True, calls)
-    release = Release(folder, outputs.control)
-    cpus = sorted(os.sched_getaffinity(0))
+    written = not released_by_mapping(staging.stride)
+    inputs = (SharedTensors(folder / "inputs.raw", staging.specs, False, calls) if written
+              else None)
+    release = Release(folder, outputs.control, {cpus[-1]}, (staging, inputs) if written else None)
     pid = os.fork()
     if pid == 0:
-        _harness_side(folder, floats, calls, turns, cpus[-1])
+        _harness_side(folder, floats, calls, turns, cpus[-1], written)
     os.sched_setaffinity(0, {cpus[0]})
     release.accept(timeout_s=60)
     per_call, held = [], []
     for _ in range(turns):
-        sealed = staging.seal(calls)
+        sealed = [] if written else staging.seal(calls)
         start = time.perf_counter_ns()
-        release.turn(sealed, lambda: False, 60)
+        release.open_turn(sealed)
+        release.turn(calls, sealed, lambda: False, 60)
         per_call.append((time.perf_counter_ns() - start) / calls / 1e3)
         for fd in held:  # held one round more, as FreshRounds does
             os.close(fd)
@@ -84,10 +91,10 @@ def cost(nbytes: int, turns: int) -> dict:
     os.sched_setaffinity(0, set(cpus))
     mapped = float((folder / "mapped").read_text())
     release.close()
-    staging.close()
-    outputs.close()
+    for shared in (staging, outputs, *([inputs] if written else [])):
+        shared.close()
     return {"bytes": nbytes, "calls": calls, "per_call_us": statistics.median(per_call),
-            "mapped_us": mapped}
+            "mapped_us": mapped, "how": "written" if written else "mapped"}
 
 
 def main() -> None:
@@ -97,11 +104,11 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     rows = [cost(size, args.turns) for size in SIZES]
-    lines = ["| a call's inputs | calls a turn | per call (judge's clock) | of which mapping |",
-             "|---|---|---|---|"]
+    lines = ["| a call's inputs | released | calls a turn | per call (judge's clock) "
+             "| of which mapping |", "|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['bytes'] >> 10} KiB | {row['calls']} | {row['per_call_us']:.1f} µs "
-                     f"| {row['mapped_us']:.1f} µs |")
+        lines.append(f"| {row['bytes'] >> 10} KiB | {row['how']} | {row['calls']} "
+                     f"| {row['per_call_us']:.1f} µs | {row['mapped_us']:.1f} µs |")
     block = (f"Measured {date.today()} on {platform.machine()} ({os.cpu_count()} CPUs), "
              f"{time.monotonic() - started:.0f} s, with `python bench/release_cost.py "
              f"--turns {args.turns}` (medians over the turns; no call between releases).\n\n"

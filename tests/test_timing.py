@@ -469,9 +469,10 @@ def test_a_shared_set_in_any_order_of_dtypes_maps_alike_on_both_sides(tmp_path):
         shared.close()
 
 
-def _released_calls(tmp_path, sets: list[list], seen_by_call):
+def _released_calls(tmp_path, sets: list[list], seen_by_call, written: bool = False):
     """A harness's fresh sets (in this process, on a thread) and the judge's release of `sets`
-    to them, call by call; `seen_by_call(index, fresh)` runs in each call."""
+    to them, call by call (`written` into the harness's inputs file, or sealed files mapped);
+    `seen_by_call(index, fresh)` runs in each call."""
     import threading
 
     import torch
@@ -484,22 +485,26 @@ def _released_calls(tmp_path, sets: list[list], seen_by_call):
     specs = [([len(v)], "float32") for v in sets[0]]
     staging = SharedTensors(None, specs, writable_by_others=False, slots=len(sets))
     outputs = SharedTensors(tmp_path / "out.raw", [([1], "float32")], True, len(sets))
-    release = Release(tmp_path, outputs.control)
+    inputs = (SharedTensors(tmp_path / "inputs.raw", specs, writable_by_others=False,
+                            slots=len(sets)) if written else None)
+    release = Release(tmp_path, outputs.control, written=(staging, inputs) if written else None)
     base = object.__new__(harness.InputSet)
     base.names = [f"x{i}" for i in range(len(specs))] + ["y"]
     base.inputs = {f"x{i}": torch.empty(shape) for i, (shape, _) in enumerate(specs)}
     base.outputs = {"y": torch.empty(1)}
     base.values = [*base.inputs.values(), base.outputs["y"]]
-    fresh = base.shared_copies(str(tmp_path / "out.raw"), len(sets))
+    fresh = base.shared_copies(str(tmp_path / "out.raw"), len(sets),
+                               str(inputs.path) if written else None)
     taker = harness.Release(str(tmp_path / RELEASE_SOCKET), str(tmp_path / "out.raw"),
-                            base.outputs, len(sets))
+                            base.outputs, len(sets), mapped=not written)
     release.accept()
     staging.write_sets([[torch.tensor(v) for v in values] for values in sets])
-    fds = staging.seal(len(sets))
+    fds = [] if written else staging.seal(len(sets))
     gate, failures = harness.Gate(taker, fresh), []
 
     def calls():
         try:
+            gate.open()
             for index in range(len(sets)):
                 gate.take(index)
                 seen_by_call(index, fresh)
@@ -508,23 +513,27 @@ def _released_calls(tmp_path, sets: list[list], seen_by_call):
             failures.append(exc)
 
     thread = threading.Thread(target=calls)
+    release.open_turn(fds)
     thread.start()
-    done = release.turn(fds, lambda: bool(failures), 30)
+    done = release.turn(len(sets), fds, lambda: bool(failures), 30)
     thread.join(30)
     for fd in fds:
         os.close(fd)
     release.close()
     taker.close()
-    staging.close()
-    outputs.close()
+    for shared in (staging, outputs, *([inputs] if written else [])):
+        shared.close()
     return done, failures
 
 
-def test_each_timed_calls_inputs_reach_the_run_only_once_the_call_before_it_is_done(tmp_path):
+@pytest.mark.parametrize("written", [False, True], ids=["mapped", "written"])
+def test_each_timed_calls_inputs_reach_the_run_only_once_the_call_before_it_is_done(tmp_path,
+                                                                                   written):
     """Issue 42: a call that could read the batch's later inputs could compute them ahead or fuse
     the batch (tests/hostile/submissions/fuse_batch*.py). The judge releases each call's set
     once the call before it is done: in call k, slot k holds set k, and no later slot holds its
-    set; the set arrives whole, in every tensor, at the addresses the call's tensors have."""
+    set; the set arrives whole, in every tensor, at the addresses the call's tensors have,
+    whether the judge writes it there or sends it to be mapped."""
     sets = [[[float(10 * call + i) for i in range(3)], [float(-call)] * 1000] for call in range(5)]
     seen = []
 
@@ -533,11 +542,50 @@ def test_each_timed_calls_inputs_reach_the_run_only_once_the_call_before_it_is_d
                  for k in range(index + 1, len(sets))]
         seen.append(([t.tolist() for t in fresh[index].inputs.values()], later))
 
-    done, failures = _released_calls(tmp_path, sets, look)
+    done, failures = _released_calls(tmp_path, sets, look, written)
     assert not failures and done == len(sets)
     for index, (got, later) in enumerate(seen):
         assert got == sets[index], index
         assert not any(later), f"call {index} saw a later call's inputs"
+
+
+def _pmd_mapped_kib(address: int) -> int:
+    """Kilobytes of the mapping of this process at `address` mapped as huge pages of shared
+    memory (its smaps' ShmemPmdMapped)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                low, high = (int(part, 16) for part in head.split("-"))
+                inside = low <= address < high
+            elif inside and head == "ShmemPmdMapped:":
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_large_set_is_released_in_huge_pages_where_the_host_gives_them(tmp_path):
+    """An 8 MiB set mapped as 4 KiB pages cost 0.5-0.8 ms a call to release, varying by
+    hundreds of µs: softmax's large point spread 27 % over three judgings of one source. A set
+    of 2 MiB or more starts on a huge page in the judge's file and in the harness's slot, and
+    arrives as huge pages, whole and where the call's tensors are."""
+    from judge.measure.release import huge_pages
+
+    if not huge_pages():
+        pytest.skip("this host's shared memory gives no huge pages (make system-deps sets it)")
+    sets = [[[float(call)] * (600 << 10), [float(-call)] * 3] for call in range(3)]
+    seen = []
+
+    def look(index, fresh):
+        tensors = list(fresh[index].inputs.values())
+        seen.append(([float(t[0]) for t in tensors], bool(torch.all(tensors[0] == index)),
+                     _pmd_mapped_kib(fresh[index].region[0])))
+
+    done, failures = _released_calls(tmp_path, sets, look)
+    assert not failures and done == len(sets)
+    for index, (first, whole, huge_kib) in enumerate(seen):
+        assert first == [float(index), float(-index)] and whole, index
+        assert huge_kib >= 4096, f"call {index}'s set mapped {huge_kib} KiB as huge pages"
 
 
 def test_a_released_set_is_sealed(tmp_path):

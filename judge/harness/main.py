@@ -484,13 +484,19 @@ class InputSet:
         # what run_kernel is given: it must write into these very tensors, never swap them
         self.layout = {name: _layout(t) for name, t in {**self.inputs, **self.outputs}.items()}
 
-    def shared_copies(self, outputs_file: str, slots: int) -> list[InputSet]:
-        """The same arguments, with each timed call's fresh inputs in a slot of memory of their
-        own, empty until the judge releases them (`release`), and its outputs in a file the
-        judge maps too (raw, see protocol.py; a set per slot, writable). On the CPU run_kernel
-        gets those very tensors; on a GPU device tensors of their own, which `stage_in` /
-        `stage_out` copy from and to the host's."""
-        inputs, regions = _reserve_sets(self.inputs, slots)
+    def shared_copies(self, outputs_file: str, slots: int,
+                      inputs_file: str | None = None) -> list[InputSet]:
+        """The same arguments, with each timed call's fresh inputs in a slot of their own,
+        where the judge releases them (`released`): memory reserved empty, mapped over at each
+        release, or where the judge writes them, the slots of `inputs_file` (read-only); and
+        its outputs in a file the judge maps too (raw, see protocol.py; a set per slot,
+        writable). On the CPU run_kernel gets those very tensors; on a GPU device tensors of
+        their own, which `stage_in` / `stage_out` copy from and to the host's."""
+        if inputs_file is None:
+            inputs, regions = _reserve_sets(self.inputs, slots)
+        else:
+            inputs = _map_sets(inputs_file, self.inputs, writable=False, slots=slots)
+            regions = [(0, 0)] * slots
         return [self._shared_copy(host_inputs, outputs, region) for host_inputs, outputs, region
                 in zip(inputs, _map_sets(outputs_file, self.outputs, writable=True, slots=slots),
                        regions)]
@@ -521,10 +527,12 @@ class InputSet:
     pinned = False  # whether the outputs' file is page-locked for the copies (cudaHostRegister)
     region: tuple[int, int] = (0, 0)  # the fresh inputs' slot: (address, bytes)
 
-    def release(self, fd: int) -> None:
-        """Map the set the judge released (a sealed memfd, `fd`) over this set's slot: its
-        tensors now hold it (GPU: copied to the device's)."""
-        _map_over(self.region, fd)
+    def released(self, fd: int | None) -> None:
+        """The judge released this set: written into its slot (`fd` None), or as a sealed memfd
+        (`fd`), mapped here over its slot. Its tensors now hold it (GPU: copied to the
+        device's)."""
+        if fd is not None:
+            _map_over(self.region, fd)
         if self.staged:
             self.stage_in()
     locked: list = []  # the shared tensors page-locked so far (unlocked before they go)
@@ -592,10 +600,14 @@ def _reserve_sets(like: dict[str, torch.Tensor], slots: int
     sizes = [t.numel() * t.element_size() for t in like.values()]
     offsets, span = protocol.set_layout(sizes)
     stride = protocol.slot_stride(span)
-    mapping = mmap.mmap(-1, stride * slots, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    # slots of huge-page sets start on a huge page, so that a set's pages map as such
+    pad = protocol.HUGE_PAGE if stride % protocol.HUGE_PAGE == 0 else 0
+    mapping = mmap.mmap(-1, stride * slots + pad, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
     with warnings.catch_warnings():  # a read-only mapping: writing to it is a crash, by design
         warnings.simplefilter("ignore")
-        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=stride * slots)
+        whole = torch.frombuffer(mapping, dtype=torch.uint8, count=stride * slots + pad)
+    skip = -whole.data_ptr() % pad if pad else 0
+    whole = whole[skip:skip + stride * slots]
     views = [{name: whole[start + offset:start + offset + n].view(t.dtype).reshape(t.shape)
               for (name, t), offset, n in zip(like.items(), offsets, sizes)}
              for start in range(0, stride * slots, stride)]
@@ -678,7 +690,9 @@ class Release:
     protocol.py, "Release"; judge/measure/release.py): the socket the descriptors come on, and
     the control page of the outputs file (`outputs`, holding `slots` sets of `like`)."""
 
-    def __init__(self, path: str, outputs: str, like: dict[str, torch.Tensor], slots: int):
+    def __init__(self, path: str, outputs: str, like: dict[str, torch.Tensor], slots: int,
+                 mapped: bool = True):
+        self.mapped = mapped  # sets come as files to map (else the judge writes them in place)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # through the folder's descriptor: a socket's path has at most 107 bytes
         folder = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
@@ -701,6 +715,11 @@ class Release:
         control, unpack, taken = self.control, protocol.COUNT.unpack_from, self.taken
         while unpack(control, protocol.RELEASED_AT)[0] <= taken:
             pass
+        if not self.mapped:  # written in place before the count
+            self.taken = taken + 1
+            if inputs.staged:
+                inputs.released(None)
+            return
         receive = self.receiver.receive
         got = receive()
         while got is None:  # the count says the descriptor was sent: it is on its way
@@ -713,7 +732,7 @@ class Release:
                                 "run itself")
         try:
             start = _perf_counter_ns()
-            inputs.release(fd)
+            inputs.released(fd)
             self.mapped_ns += _perf_counter_ns() - start
         finally:
             os.close(fd)
@@ -728,15 +747,22 @@ class Release:
         self.control.close()
 
 
-class Gate(NamedTuple):
-    """A timed turn's release, call by call: `take(index)` before the call's clock starts,
-    `done(index)` once the call is over (Device.time_batch)."""
+class Gate:
+    """A timed turn's release, call by call: the first call's set taken while the turn is
+    prepared (`open`: the judge released it before the turn's requests), each next one in
+    `take(index)` before the call's clock starts; `done(index)` once the call is over
+    (Device.time_batch)."""
 
-    release: Release
-    sets: list[InputSet]
+    def __init__(self, release: Release, sets: list[InputSet]):
+        self.release, self.sets = release, sets
+
+    def open(self) -> None:
+        if self.sets:  # (a turn of no calls: the request's own cost, measured)
+            self.release.take(0, self.sets[0])
 
     def take(self, index: int) -> None:
-        self.release.take(index, self.sets[index])
+        if index:
+            self.release.take(index, self.sets[index])
 
     def done(self, index: int) -> None:
         self.release.done()
@@ -864,9 +890,10 @@ class Harness:
         self.next_set = 0
         shared = msg.get("shared")
         if shared:
-            self.fresh = self.sets[0].shared_copies(shared["outputs"], shared.get("slots", 1))
+            self.fresh = self.sets[0].shared_copies(shared["outputs"], shared.get("slots", 1),
+                                                    shared.get("inputs"))
             self.release = Release(shared["release"], shared["outputs"], self.sets[0].outputs,
-                                   shared.get("slots", 1))
+                                   shared.get("slots", 1), mapped="inputs" not in shared)
         self.device.synchronize()
         # what exists now (torch, the submission, the sets) is never garbage: kept out of the
         # collector's scans, so that a collection a timed batch triggers is short
@@ -952,6 +979,8 @@ class Harness:
         gate = Gate(self.release, sets) if msg.get("fresh") and self.release else None
         self.prepared = Batch(sets, kernel, [] if kernel is None else self._bound(
             kernel, sets, calls if msg.get("fresh") else None), gate)
+        if gate is not None:
+            gate.open()
         self.device.flush_cache()
         self.device.synchronize()  # on a GPU the fills are asynchronous
         return {"ok": True}

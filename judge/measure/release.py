@@ -25,25 +25,51 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from judge.harness.protocol import COUNT, DONE_AT, RELEASE, RELEASE_SOCKET, RELEASED_AT
+from judge.harness.protocol import COUNT, DONE_AT, HUGE_PAGE, RELEASE, RELEASE_SOCKET, RELEASED_AT
+
+if TYPE_CHECKING:
+    from judge.measure.shared import SharedTensors
 
 SET_NAME = "kjudge-set"  # what a sealed set's memfd is called (/proc shows "/memfd:kjudge-set")
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def seal(data: memoryview) -> int:
-    """A sealed memfd holding `data` (a set as it lies in its slot): its descriptor."""
+    """A sealed memfd holding `data` (a set as it lies in its slot): its descriptor. A set of
+    whole huge pages is written through a mapping that asks for them (MADV_HUGEPAGE), which the
+    host grants where its shared memory gives huge pages on request (`huge_pages`)."""
     fd = os.memfd_create(SET_NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        done = 0
-        while done < len(data):
-            done += os.write(fd, data[done:])
+        if len(data) % HUGE_PAGE == 0:
+            os.ftruncate(fd, len(data))
+            with mmap.mmap(fd, len(data)) as mapping:
+                mapping.madvise(mmap.MADV_HUGEPAGE)
+                mapping[:] = data
+        else:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+SHMEM_HUGE = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+
+
+def huge_pages() -> bool:
+    """Whether this host gives shared memory huge pages on request: `advise` (or a policy that
+    gives them unasked) in SHMEM_HUGE, which `make system-deps` sets where it is `never`
+    (deploy/README.md). Without them a large set's release maps 4 KiB pages, slower and noisier."""
+    try:
+        chosen = SHMEM_HUGE.read_text().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return False
+    return chosen in ("always", "within_size", "advise", "force")
 
 
 def make_room(descriptors: int) -> None:
@@ -84,8 +110,17 @@ class Release:
     # the judge looks at the run's reply and the clock every this many looks at the count
     LOOKS = 1024
 
-    def __init__(self, folder: Path, control: tuple[mmap.mmap, int]):
+    def __init__(self, folder: Path, control: tuple[mmap.mmap, int],
+                 contender_cpus: set[int] | None = None,
+                 written: tuple[SharedTensors, SharedTensors] | None = None):
+        """`written`: (the judge's staging, the contender's inputs file) where sets are released
+        by writing them into the contender's file (protocol.released_by_mapping), else None:
+        each call's sealed file is sent to be mapped."""
         self.folder = folder
+        self.written = written
+        # where the judge's spin during a turn must not run: on the contender's CPU it would
+        # take a scheduler's slice (milliseconds) out of a call now and then
+        self.contender_cpus = contender_cpus or set()
         self.control, self.control_at = control
         self.sent = 0  # calls released so far (the point's)
         self._listener: socket.socket | None = socket.socket(
@@ -111,30 +146,69 @@ class Release:
             self._stop_listening()
         self.conn.setblocking(False)
 
-    def turn(self, fds: list[int], stop: Callable[[], bool], timeout_s: float) -> int:
-        """Release `fds` (one per call, in call order), each once the call before it is done;
-        early, without error, once `stop()` (the harness replied: it failed, or the run died),
-        when the run breaks the exchange, or after `timeout_s` (its reply will not come either).
-        How many calls were done."""
-        deadline = time.monotonic() + timeout_s
-        for index, fd in enumerate(fds):
-            try:
-                socket.send_fds(self.conn, [RELEASE.pack(index)], [fd])
-            except OSError:
-                return index
-            self.sent += 1
-            COUNT.pack_into(self.control, self.control_at + RELEASED_AT, self.sent)
-            if not self._await_done(stop, deadline):
-                return index
-        return len(fds)
+    def open_turn(self, sealed: list[int]) -> None:
+        """Release a turn's first call, before the turn's requests (no call of the turn comes
+        before it): the harness takes it while it prepares the turn, so that the turn's clock
+        starts on a call, not on a wait for the judge. A run that broke the exchange gets
+        nothing (and no reply comes)."""
+        with contextlib.suppress(OSError):
+            self._deliver(0, sealed)
 
-    def _await_done(self, stop: Callable[[], bool], deadline: float) -> bool:
+    def turn(self, calls: int, sealed: list[int], stop: Callable[[], bool],
+             timeout_s: float) -> int:
+        """Release the inputs of calls 1 to `calls` - 1 (written, or `sealed`: a file per call,
+        in call order), each once the call before it is done (call 0: `open_turn`), and wait
+        for the last; early, without error, once `stop()` (the harness replied: it failed, or
+        the run died), when the run breaks the exchange, or after `timeout_s` (its reply will
+        not come either). How many calls were done."""
+        deadline = time.monotonic() + timeout_s
+        with self._off_contender() as alone:
+            for index in range(1, calls + 1):
+                if not self._await_done(stop, deadline, alone):
+                    return index - 1
+                if index == calls:
+                    break
+                try:
+                    self._deliver(index, sealed)
+                except OSError:
+                    return index
+        return calls
+
+    def _deliver(self, index: int, sealed: list[int]) -> None:
+        """Call `index`'s set written into the contender's file, or its sealed file sent; then
+        counted released."""
+        if self.written is not None:
+            staging, inputs = self.written
+            inputs.copy_from(staging, index)
+        else:
+            socket.send_fds(self.conn, [RELEASE.pack(index)], [sealed[index]])
+        self.sent += 1
+        COUNT.pack_into(self.control, self.control_at + RELEASED_AT, self.sent)
+
+    @contextlib.contextmanager
+    def _off_contender(self):
+        """This thread kept off the contender's CPUs for the turn; yields whether it could be
+        (a host with no other CPU: the spin then yields the CPU at every look)."""
+        before = os.sched_getaffinity(0)
+        elsewhere = before - self.contender_cpus
+        if not self.contender_cpus or not elsewhere:
+            yield not self.contender_cpus
+            return
+        os.sched_setaffinity(0, elsewhere)  # pid 0: this thread only
+        try:
+            yield True
+        finally:
+            os.sched_setaffinity(0, before)
+
+    def _await_done(self, stop: Callable[[], bool], deadline: float, alone: bool) -> bool:
         """Spin until the harness counts the call released last as done (a sleep's wake-up
-        would be in the call's time); False when it replied first, or at the deadline."""
+        would be in the call's time), yielding the CPU at each look unless `alone` on its
+        own; False when it replied first, or at the deadline."""
         unpack, control, at, sent = COUNT.unpack_from, self.control, self.control_at + DONE_AT, \
             self.sent
-        looks = 0
+        looks, pause = 0, (lambda: None) if alone else os.sched_yield
         while unpack(control, at)[0] < sent:
+            pause()
             looks += 1
             if looks % self.LOOKS == 0 and (stop() or time.monotonic() > deadline):
                 return False

@@ -167,8 +167,9 @@ class Plan:
       three);
     - `probe_wait_s` (GPUs): the baseline's harness probes the device before each of its turns
       (PROBE_WAIT): a round whose device still ran another process's work is left out;
-    - `release(role, calls)`: during a turn's `time` request, release that contender's inputs
-      of the round's first `calls` calls, each once the call before it is done (release.py);
+    - `release(role, calls, first)`: release that contender's inputs of the round's first
+      `calls` calls: the first call's before the turn's requests (`first`), the others during
+      its `time` request, each once the call before it is done (release.py);
     - `between_rounds()`: before each round (both contenders frozen): a check of the run's,
       which ends the timing by raising."""
 
@@ -185,7 +186,7 @@ class Plan:
     share: Callable[[dict[str, float]], float] | None = None
     weight: Callable[[dict[str, float]], float] | None = None
     probe_wait_s: float | None = None
-    release: Callable[[str, int], object] | None = None
+    release: Callable[[str, int, bool], object] | None = None
     between_rounds: Callable[[], None] | None = None
 
     def target(self, samples: dict[str, Samples]) -> float:
@@ -377,8 +378,10 @@ def _turn(plan: Plan, role: str, got: Samples, calls: int = 1, record: bool = Fa
     fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
               **({"empty": empty} if empty else {})}
     on_cpu = flush is not None
-    release = plan.release
-    during = {"during": lambda: release(role, calls)} if release is not None and calls else {}
+    release = plan.release if calls else None
+    during = {"during": lambda: release(role, calls, False)} if release is not None else {}
+    if release is not None:
+        release(role, calls, True)  # the first call's set, taken while the turn is prepared
     if not on_cpu:
         freeze(role, False)
     sent = time.perf_counter()

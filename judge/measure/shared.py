@@ -48,6 +48,7 @@ class SharedTensors:
         """`path`: the file (created here, never there before); None: memory of the judge's
         alone."""
         self.path = path
+        self.specs = specs
         sizes = [math.prod(shape) * getattr(torch, dtype).itemsize for shape, dtype in specs]
         self.size = sum(sizes)  # of one set's tensors
         offsets, span = set_layout(sizes)
@@ -67,6 +68,8 @@ class SharedTensors:
             finally:
                 os.close(fd)
         self._whole = torch.frombuffer(self._map, dtype=torch.uint8, count=total)
+        self.span = span  # the bytes of a set, within its stride
+        self._bytes = memoryview(self._map)  # made once: a set's copy is a memmove (copy_from)
         self.slots = [_views(self._whole[i * self.stride:], specs, offsets, sizes)
                       for i in range(slots)]
         self.tensors = self.slots[0]
@@ -138,6 +141,11 @@ class SharedTensors:
             raise
         return fds
 
+    def copy_from(self, source: SharedTensors, slot: int) -> None:
+        """Copy set `slot` of `source` (laid out alike) into this file's set `slot`."""
+        start = slot * self.stride
+        self._bytes[start:start + self.span] = source._bytes[start:start + self.span]
+
     def snapshot(self, slot: int = 0) -> bytes:
         """Set `slot`'s tensors as a raw file holds them (protocol.py: one after another)."""
         start = slot * self.stride
@@ -147,6 +155,7 @@ class SharedTensors:
     def close(self) -> None:
         self.tensors, self.slots = [], []
         del self._whole
+        self._bytes.release()
         with contextlib.suppress(BufferError):  # a view still alive somewhere: unmapped later
             self._map.close()
         if self.path is not None:

@@ -45,6 +45,7 @@ from judge.verdicts import Verdict, overall_verdict
 # Released sets the submission may map or hold beyond one per slot (what its harness maps) before
 # it is stopped (Timer._check_holdings): a few a run's own copies may keep for a moment
 HELD_SETS_SLACK = 8
+INPUTS_FILE = "inputs.raw"  # a contender's timed inputs where they are written (release.py)
 
 
 def effective_timing(spec: ProblemSpec) -> Timing:
@@ -158,26 +159,29 @@ class Timer:
         slots = batch_slots(max(set_bytes(input_specs), output_bytes), j.device.kind)
         # the round's inputs in the judge's memory alone, released a call at a time from sealed
         # files (two rounds' held at once: fresh_rounds.FreshRounds)
-        make_room(2 * slots)
         fresh_inputs = SharedTensors(None, input_specs, writable_by_others=False, slots=slots)
-        outputs, self.releases, rounds = {}, {}, None
+        mapped = protocol.released_by_mapping(fresh_inputs.stride)
+        if mapped:
+            make_room(2 * slots)
+        outputs, self.releases, self.inputs_files, rounds = {}, {}, {}, None
         try:
             for role, who in self.by_role.items():
-                outputs[role] = contender.guard(who, lambda w=who: self._shared_outputs(
-                    w, test, cases, slots), self.sub)
+                outputs[role] = contender.guard(who, lambda w=who: self._shared_files(
+                    w, test, cases, slots, None if mapped else fresh_inputs), self.sub)
             self._prepare(test, cases, slots)
             rounds = fresh_rounds.FreshRounds(
                 self._drawer(test), fresh_inputs.write_sets, outputs,
                 j.workdir / "kept" / test.name,
                 fresh_rounds.checked_calls(self.timing.checked_calls, output_bytes),
-                j.contender_cpu_set, set_bytes=fresh_inputs.size, seal=fresh_inputs.seal)
+                j.contender_cpu_set, set_bytes=fresh_inputs.size,
+                seal=fresh_inputs.seal if mapped else None)
             measured = self._measure(rounds, cpu_meter, slots, share, weight)
         finally:
             if rounds is not None:
                 rounds.close()
             for release in self.releases.values():
                 release.close()
-            for shared_file in (fresh_inputs, *outputs.values()):
+            for shared_file in (fresh_inputs, *outputs.values(), *self.inputs_files.values()):
                 shared_file.close()
         self._account(test, report, measured, rounds, cpu_meter, earlier_ms)
 
@@ -187,6 +191,8 @@ class Timer:
         shared = {role: {"release": who.out_path(test.name, protocol.RELEASE_SOCKET),
                          "outputs": who.out_path(test.name, "fresh.raw"), "slots": slots}
                   for role, who in self.by_role.items()}
+        for role in self.inputs_files:  # sets written into the contender's file at release
+            shared[role]["inputs"] = self.by_role[role].out_path(test.name, INPUTS_FILE)
         for who in (self.sub, self.base):
             contender.guard(who, lambda w=who: self._load(w, test, cases, shared[w.role]),
                             self.sub)
@@ -222,9 +228,12 @@ class Timer:
             who = self.by_role[role]
             return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
 
-        def release(role: str, calls: int) -> None:
-            self.releases[role].turn(rounds.sealed[:calls], self.by_role[role].proc.replied,
-                                     run_s)
+        def release(role: str, calls: int, first: bool) -> None:
+            if first:
+                self.releases[role].open_turn(rounds.sealed)
+            else:
+                self.releases[role].turn(calls, rounds.sealed, self.by_role[role].proc.replied,
+                                         run_s)
 
         def freeze(role: str, frozen: bool) -> None:
             if not self.by_role[role].proc.freeze(frozen):
@@ -276,20 +285,30 @@ class Timer:
         score.charge_point(j, report, test, measured.charge, measured.stats["submission"],
                            measured.stats["baseline"])
 
-    def _shared_outputs(self, who: Contender, test: TestPoint, cases: list[TestCase],
-                        slots: int) -> SharedTensors:
-        """A contender's timed outputs, in a file of its scratch directory that the judge maps."""
+    def _shared_files(self, who: Contender, test: TestPoint, cases: list[TestCase], slots: int,
+                      staging: SharedTensors | None) -> SharedTensors:
+        """A contender's timed outputs, in a file of its scratch directory that the judge maps;
+        where sets are released by writing them (`staging`: the judge's), its inputs file too,
+        which it maps read-only."""
         path = who.host_out(test.name, "fresh.raw")
         who.proc.freeze(True)  # the run's own threads must not move things under the judge
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.parent.resolve().is_relative_to(Path(who.scratch.host).resolve()):
                 raise OSError("a link leads out of it")
-            path.unlink(missing_ok=True)  # whatever the run may have left there
+            for name in ("fresh.raw", INPUTS_FILE):  # whatever the run may have left there
+                (path.parent / name).unlink(missing_ok=True)
             outputs = SharedTensors(path, [(spec["shape"], spec["dtype"])
                                            for spec in cases[0].output_specs.values()],
                                     writable_by_others=True, slots=slots)
-            self.releases[who.role] = Release(path.parent, outputs.control)
+            written = None
+            if staging is not None:
+                inputs = SharedTensors(path.parent / INPUTS_FILE, staging.specs,
+                                       writable_by_others=False, slots=slots)
+                self.inputs_files[who.role] = inputs
+                written = (staging, inputs)
+            self.releases[who.role] = Release(path.parent, outputs.control,
+                                              self.j.contender_cpu_set, written)
             return outputs
         except OSError as exc:
             raise RunFailure(Verdict.RE, f"the run's scratch directory could not hold its "

