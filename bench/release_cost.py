@@ -1,6 +1,7 @@
-"""What releasing a timed call's inputs costs (issue 42): the judge's `Release.turn` sending each
-call's sealed set once the call before it is done, and a harness (`Release.take`, a process of
-its own on another CPU) mapping each over its slot and counting it done, with no call between.
+"""What releasing a timed call's inputs costs (issue 42): the judge's `Release.turn` releasing
+each call's set once the call before it is done (copied into the contender's inputs file up to
+64 KiB, else a sealed file sent to be mapped), and a harness (`Release.take`, a process of its
+own on another CPU) taking each and counting it done, with no call between.
 
     python bench/release_cost.py [--turns 20] [--no-write]
 
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # a forked child's torch would wait on the parent's pool's threads
     started = time.monotonic()
     rows = [cost(size, args.turns) for size in SIZES]
     lines = ["| a call's inputs | released | calls a turn | per call (judge's clock) "

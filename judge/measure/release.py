@@ -206,11 +206,14 @@ class Release:
         own; False when it replied first, or at the deadline."""
         unpack, control, at, sent = COUNT.unpack_from, self.control, self.control_at + DONE_AT, \
             self.sent
-        looks, pause = 0, (lambda: None) if alone else os.sched_yield
+        if unpack(control, at)[0] >= sent:  # (a look costs ~0.1 µs, a call in the loop more)
+            return True
+        looks, mask = 0, self.LOOKS - 1
         while unpack(control, at)[0] < sent:
-            pause()
+            if not alone:
+                os.sched_yield()
             looks += 1
-            if looks % self.LOOKS == 0 and (stop() or time.monotonic() > deadline):
+            if not looks & mask and (stop() or time.monotonic() > deadline):
                 return False
         return True
 

@@ -28,7 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
-from judge.measure.release import Release, ReleaseFailed, held_sets, make_room
+from judge.measure.release import Release, ReleaseFailed, held_sets, huge_pages, make_room
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -163,6 +163,8 @@ class Timer:
         mapped = protocol.released_by_mapping(fresh_inputs.stride)
         if mapped:
             make_room(2 * slots)
+        if fresh_inputs.stride % protocol.HUGE_PAGE == 0:  # released in huge pages, if given
+            j.result.applied["huge_page_sets"] = huge_pages()
         outputs, self.releases, self.inputs_files, rounds = {}, {}, {}, None
         try:
             for role, who in self.by_role.items():
