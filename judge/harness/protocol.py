@@ -26,7 +26,9 @@ Requests (fields besides `op` and `id`):
                                  file the judge maps too, holding `slots` sets (set_layout,
                                  slot_stride apart) of this contender's outputs; `release`, the
                                  path of the judge's release socket, which the harness connects
-                                 to before replying (see "Release" below)
+                                 to before replying; `inputs` (where sets are written, not
+                                 mapped): a raw file of `slots` input sets, read-only here (see
+                                 "Release" below)
   run      set, save             one checked call on a loaded set: outputs poisoned before, inputs
                                  verified after, outputs saved (raw) to the file `save`
   warm     set                   one call neither checked nor timed (a JIT compiles there)
@@ -53,13 +55,16 @@ Requests (fields besides `op` and `id`):
   exit                           the harness says {"ok": true, "bye": true} and ends
 
 Release: a timed turn's inputs reach the run one call at a time, so that no call can read a later
-call's inputs (and compute it ahead, or fuse the batch). The judge writes each call's inputs into
-a sealed memfd of their own (a set as it lies in a slot) before the turn, where no sandbox can
-reach them; during `time` it sends call 0's descriptor over the release socket (SOCK_SEQPACKET,
-one `RELEASE` record, the call's index, with the descriptor attached), the harness maps it over
-the call's slot (its tensors keep their addresses), calls, and counts the call done (CONTROL);
-only then is call 1's descriptor sent, and so on. A set is whole before it can be seen: there is
-nothing to read while the judge is still writing it.
+call's inputs (and compute it ahead, or fuse the batch). The judge releases call 0's set before
+the turn's `prepare` (the harness takes it there), and each later call's once the harness has
+counted the call before it done (CONTROL: DONE_AT, written by the harness; RELEASED_AT, by the
+judge, after the set is in place). A set of up to WRITTEN_MAX bytes (`released_by_mapping`) the
+judge writes into the call's slot of the contender's inputs file (`load`'s `shared.inputs`,
+mapped read-only here); a larger one it sealed into a memfd of its own before the round, and
+sends its descriptor over the release socket (SOCK_SEQPACKET, one `RELEASE` record, the call's
+index, with the descriptor attached), which the harness maps over the call's slot (its tensors
+keep their addresses; huge-page sets on a HUGE_PAGE boundary). A sealed set is whole before it
+can be seen: there is nothing to read while the judge is still writing it.
 
 Files: raw = the bytes of each tensor, C-contiguous, one after another in signature order, no
 header (both sides know the shapes and dtypes); written and read with `write_raw` / `read_raw`.

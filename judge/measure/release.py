@@ -1,16 +1,23 @@
 """The judge's end of a timed turn's release: each call's inputs reach the contender only once the
 call before it is over (judge/harness/protocol.py, "Release").
 
-Trusted side. Before a round, while both contenders are frozen, the judge writes every call's
-inputs into a memfd of their own and seals it (`seal`): no sandbox can reach such a file (it has
-no path, and the judge's descriptors are in a process no run can see), and once sealed nobody can
-change it, so both contenders get the same set. During a contender's `time` request the judge
-sends call 0's descriptor, waits for the harness to say the call is done, sends call 1's, and so
-on (`Release.turn`). A call therefore cannot read, compute or fuse a later call's work: its inputs
-do not exist in the run's reach yet; and a set is whole before it is sent, so nothing can be
-read while the judge is still writing it. What the release costs the run (the wait, the mapping)
-is per-call work of the harness, which the baseline's floor turns measure and the judge credits
-only within its resolution (judge/measure/charging.py): on the CPU device ~10 µs a call here.
+Trusted side. A round's inputs are drawn into the judge's own staging while both contenders
+are frozen. The first call's set is released before the turn's requests (no call of the turn
+precedes it: `open_turn`); during the contender's `time` request the judge waits for the
+harness to count each call done, then releases the next (`Release.turn`). A set is released in
+one of two ways (protocol.released_by_mapping):
+- written (up to 64 KiB): the judge copies it from its staging into the call's slot of the
+  contender's inputs file, which the run maps read-only, then bumps the released count;
+- mapped (larger): before the round the judge seals each call's set into a memfd of its own
+  (`seal`; no path, no sandbox can reach the judge's descriptors, and once sealed nobody can
+  change it, so both contenders get the same set), and sends its descriptor over the release
+  socket; the harness maps it over the call's slot, in huge pages where the set is 2 MiB or
+  more and the host gives shared memory such pages on request (`huge_pages`).
+A call therefore cannot read, compute or fuse a later call's work: its inputs are not in the
+run's reach yet. What the release costs the run (the hand-over, the mapping) is per-call work
+of the harness, which the baseline's floor turns measure and the judge credits only within its
+resolution (judge/measure/charging.py): on the CPU device 1-4 µs a call written, 15-35 µs
+mapped (BENCHMARKS.md). The judge's spin while it waits keeps off the contender's CPU.
 """
 
 from __future__ import annotations
