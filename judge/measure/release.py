@@ -32,12 +32,8 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from judge.harness.protocol import COUNT, DONE_AT, HUGE_PAGE, RELEASE, RELEASE_SOCKET, RELEASED_AT
-
-if TYPE_CHECKING:
-    from judge.measure.shared import SharedTensors
 
 SET_NAME = "kjudge-set"  # what a sealed set's memfd is called (/proc shows "/memfd:kjudge-set")
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
@@ -119,8 +115,9 @@ class Release:
 
     def __init__(self, folder: Path, control: tuple[mmap.mmap, int],
                  contender_cpus: set[int] | None = None,
-                 written: tuple[SharedTensors, SharedTensors] | None = None):
-        """`written`: (the judge's staging, the contender's inputs file) where sets are released
+                 written: tuple | None = None):
+        """`written`: (the judge's staging, the contender's inputs file: shared.SharedTensors,
+        which imports this module) where sets are released
         by writing them into the contender's file (protocol.released_by_mapping), else None:
         each call's sealed file is sent to be mapped."""
         self.folder = folder
