@@ -710,10 +710,11 @@ class Release:
         self.mapped_ns = 0  # time spent mapping them (their pages populated), so far
 
     def take(self, index: int, inputs: InputSet) -> None:
-        """Wait for call `index`'s inputs and map them where its tensors are. The wait spins:
-        a sleeping thread's wake-up would be part of the call's time on the judge's clock."""
-        control, unpack, taken, at = self.control, _COUNT_AT, self.taken, protocol.RELEASED_AT
-        while unpack(control, at)[0] <= taken:
+        """Wait for call `index`'s inputs (written in place, or a file to map where its tensors
+        are). The wait spins: a sleeping thread's wake-up would be part of the call's time on
+        the judge's clock."""
+        control, unpack, taken = self.control, protocol.COUNT.unpack_from, self.taken
+        while unpack(control, protocol.RELEASED_AT)[0] <= taken:
             pass
         if not self.mapped:  # written in place before the count
             self.taken = taken + 1
@@ -740,14 +741,11 @@ class Release:
 
     def done(self) -> None:
         """Count the call taken last as done."""
-        _COUNT_PUT(self.control, protocol.DONE_AT, self.taken)
+        protocol.COUNT.pack_into(self.control, protocol.DONE_AT, self.taken)
 
     def close(self) -> None:
         self.sock.close()
         self.control.close()
-
-
-_COUNT_AT, _COUNT_PUT = protocol.COUNT.unpack_from, protocol.COUNT.pack_into  # per call: bound once
 
 
 class Gate:

@@ -116,10 +116,10 @@ class Release:
     def __init__(self, folder: Path, control: tuple[mmap.mmap, int],
                  contender_cpus: set[int] | None = None,
                  written: tuple | None = None):
-        """`written`: (the judge's staging, the contender's inputs file: shared.SharedTensors,
-        which imports this module) where sets are released
-        by writing them into the contender's file (protocol.released_by_mapping), else None:
-        each call's sealed file is sent to be mapped."""
+        """`written`: (the judge's staging, the contender's inputs file), both
+        shared.SharedTensors (which imports this module), where sets are released by writing
+        them into the contender's file (protocol.released_by_mapping); else None: each call's
+        sealed file is sent to be mapped."""
         self.folder = folder
         self.written = written
         # where the judge's spin during a turn must not run: on the contender's CPU it would
@@ -210,14 +210,12 @@ class Release:
         own; False when it replied first, or at the deadline."""
         unpack, control, at, sent = COUNT.unpack_from, self.control, self.control_at + DONE_AT, \
             self.sent
-        if unpack(control, at)[0] >= sent:  # (a look costs ~0.1 µs, a call in the loop more)
-            return True
-        looks, mask = 0, self.LOOKS - 1
+        looks = 0
         while unpack(control, at)[0] < sent:
             if not alone:
                 os.sched_yield()
             looks += 1
-            if not looks & mask and (stop() or time.monotonic() > deadline):
+            if looks % self.LOOKS == 0 and (stop() or time.monotonic() > deadline):
                 return False
         return True
 
