@@ -616,6 +616,54 @@ def test_a_released_set_is_sealed(tmp_path):
         staging.close()
 
 
+def test_a_set_is_seen_mapped_whole_only_where_every_page_was_mapped():
+    """Issue 42: the mapping of a released set is credited in full as the baseline's harness
+    did it (populated at once); a run that mapped it lazily pays only for the pages its kernel
+    reads (tests/hostile/submissions/lazy_mapping.py). The judge counts a set mapped only
+    where each of its pages is present in a mapping of it: populated at once, or each page
+    faulted in; not a lazy mapping of which a page was read, nor none."""
+    import ctypes
+    import mmap
+
+    from judge.harness import main as harness
+    from judge.measure.release import PAGE, unmapped_sets
+    from judge.measure.shared import SharedTensors
+
+    pages = 40  # more than the kernel faults in around a page read (fault_around_bytes: 64 KiB)
+    staging = SharedTensors(None, [([pages * PAGE // 4], "float32")], writable_by_others=False,
+                            slots=4)
+    staging.write_sets([[torch.full((pages * PAGE // 4,), float(k))] for k in range(4)])
+    fds, held = staging.seal(4), []
+    libc = harness._LIBC
+
+    def mapped(fd: int, populated: bool) -> int:
+        flags = mmap.MAP_SHARED | (harness.MAP_POPULATE if populated else 0)
+        address = libc.mmap(None, pages * PAGE, mmap.PROT_READ, flags, fd, 0)
+        assert address not in (None, ctypes.c_void_p(-1).value)
+        held.append(address)
+        return address
+
+    def touch(address: int, page_numbers) -> None:
+        for page in page_numbers:
+            ctypes.c_char.from_address(address + page * PAGE).value  # noqa: B018 - a read
+
+    try:
+        mapped(fds[0], populated=True)
+        touch(mapped(fds[1], populated=False), range(pages))  # faulted in, every page
+        touch(mapped(fds[2], populated=False), [0])  # a page read (16 faulted in around it)
+        assert unmapped_sets([os.getpid()], fds[:2]) == 0
+        assert unmapped_sets([os.getpid()], fds[2:3]) == 1
+        assert unmapped_sets([os.getpid()], fds[3:]) == 1  # not mapped at all
+        assert unmapped_sets([os.getpid()], fds) == 2
+        assert unmapped_sets([], fds[:1]) == 1  # a run with no process maps nothing
+    finally:
+        for address in held:
+            libc.munmap(ctypes.c_void_p(address), pages * PAGE)
+        for fd in fds:
+            os.close(fd)
+        staging.close()
+
+
 def test_inputs_drawn_on_another_device_are_copied_through_the_host(tmp_path):
     """On a GPU the judge draws each round's inputs on the device: the write must bring them to
     the host first (a device pointer handed to memmove crashed the judge at the first timed
@@ -1019,3 +1067,20 @@ def test_a_point_that_weighs_little_gets_that_share_of_the_time_cap(tmp_path):
     assert spent[1.0, None] >= timing.max_s and spent[0.05, None] >= timing.max_s, spent
     assert rounds[0.05, 0.05] == CAPPED_MIN_ROUNDS  # its cap (0.02 s) was met before them
     assert spent[0.05, 0.05] < timing.max_s / 2, spent
+
+
+def test_the_mapping_is_credited_in_full_only_to_a_run_seen_mapping_whole():
+    """The baseline's floor turns measure what mapping a call's released set costs (here 0.2
+    ms of the harness's 0.2525 ms a call): credited in full to a contender seen mapping its
+    sets whole, and within the judge's resolution, like the rest of the harness's work, to one
+    that was not (release.unmapped_sets), which also makes such a point's calls unresolvable."""
+    base = Samples(request_rt=[0.1], request_handled=[0.05], floor={"": [0.001]},
+                   empty_rt={"": [0.1 + 4 * 0.24]}, empty_calls={"": [4]},
+                   empty_mapped={"": [0.8]})
+    whole = Floor.of(base, "", resolution=0.03)
+    lazy = Floor.of(base, "", resolution=0.03, mapped_whole=False)
+    assert whole.mapped_ms == pytest.approx(0.2) and lazy.mapped_ms == 0.0
+    clock = 2.0  # ms a call: 0.06 ms of it within the resolution
+    assert whole.credit(clock, 4) == pytest.approx(0.2 + whole.trimmable_ms(4))
+    assert lazy.credit(clock, 4) == pytest.approx(0.03 * clock)
+    assert whole.resolvable(clock, 4) and not lazy.resolvable(clock, 4)

@@ -61,6 +61,7 @@ class Samples:
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
     busy: int = 0  # rounds left out because the GPU still ran another process's work
     busy_ms: list[float] = field(default_factory=list)  # how much longer the probe waited then
+    unmapped: int = 0  # turns after which its released sets were not seen mapped whole
 
     def extend(self, other: Samples) -> None:
         """Add a round's samples (kept in a Samples of their own until the round is judged)."""
@@ -156,8 +157,10 @@ class Floor:
     empty_call_ms: float | None = None  # an empty run_kernel's reported time
     resolution: float = 0.0  # the fraction of a call that the harness's work is credited up to
     # of call_ms, mapping the call's released inputs (release.py): the kernel's work populating
-    # their pages, which no run can make cheaper (a page faulted in a call costs more), so
-    # credited in full; it grows with the inputs' size where the rest does not
+    # their pages, which no run can make cheaper (faulted in, they cost the same or more), so
+    # credited in full where the judge saw each set mapped whole (release.unmapped_sets; else
+    # 0 here, the mapping then part of what is trimmable); it grows with the inputs' size
+    # where the rest does not
     mapped_ms: float = 0.0
 
     @property
@@ -193,9 +196,11 @@ class Floor:
         return self.trimmable_ms(calls) / self.resolution if self.resolution > 0 else math.inf
 
     @classmethod
-    def of(cls, base: Samples, loader: str | None = None, resolution: float = 0.0) -> Floor:
+    def of(cls, base: Samples, loader: str | None = None, resolution: float = 0.0,
+           mapped_whole: bool = True) -> Floor:
         """From the baseline's floor turns, for run_kernels called `loader`'s way (None: the
-        only loader measured)."""
+        only loader measured), for a contender seen to map its released sets whole
+        (`mapped_whole`; else its mapping is credited as the rest, within `resolution`)."""
         if not base.request_rt:
             return cls(resolution=resolution)
         if loader is None:
@@ -214,7 +219,8 @@ class Floor:
                                         base.empty_calls.get(loader, [])) if n]
         return cls(request, handled,
                    statistics.median(base.staging_rt) if base.staging_rt else 0.0,
-                   call, empty, resolution, statistics.median(mapped) if mapped else 0.0)
+                   call, empty, resolution,
+                   statistics.median(mapped) if mapped and mapped_whole else 0.0)
 
 
 @dataclass(frozen=True)

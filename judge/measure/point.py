@@ -29,7 +29,9 @@ class Measurement:
     def of(cls, plan: Plan, samples: dict[str, Samples]) -> Measurement:
         base = samples["baseline"]
         resolution = charging.resolution(plan.timing.target_rse)
-        floors = {role: Floor.of(base, plan.loaders.get(role), resolution) for role in samples}
+        floors = {role: Floor.of(base, plan.loaders.get(role), resolution,
+                                 mapped_whole=not got.unmapped)
+                  for role, got in samples.items()}
         ratios = charging.paired_ratios(samples["submission"], base)
         return cls(samples, floors,
                    charging.charge(samples["submission"], base, floors["submission"],

@@ -15,9 +15,12 @@ one of two ways (protocol.released_by_mapping):
   more and the host gives shared memory such pages on request (`huge_pages`).
 A call therefore cannot read, compute or fuse a later call's work: its inputs are not in the
 run's reach yet. What the release costs the run (the hand-over, the mapping) is per-call work
-of the harness, which the baseline's floor turns measure and the judge credits only within its
-resolution (judge/measure/charging.py): on the CPU device 1-4 µs a call written, 15-35 µs
-mapped (BENCHMARKS.md). The judge's spin while it waits keeps off the contender's CPU.
+of the harness, which the baseline's floor turns measure (judge/measure/charging.py): on the
+CPU device 1-4 µs a call written, 15-35 µs mapped (BENCHMARKS.md). The hand-over is credited
+only within the judge's resolution; the mapping in full, but only where the judge saw it done:
+after each turn every set it sent was mapped whole, each page present (`unmapped_sets`), so
+that a run mapping lazily (paying only for the pages its kernel reads) is not credited the
+mapping of pages it never mapped. The judge's spin while it waits keeps off the contender's CPU.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import resource
 import select
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from judge.harness.protocol import COUNT, DONE_AT, HUGE_PAGE, RELEASE, RELEASE_SOCKET, RELEASED_AT
@@ -101,6 +104,51 @@ def held_sets(pid: int) -> int:
     return mapped + held
 
 
+PAGE = mmap.PAGESIZE
+# a /proc/PID/pagemap entry's last byte (little-endian) holds bit 63, "present": 1 where it is set
+_PRESENT = bytes(int(b >= 0x80) for b in range(256))
+
+
+def unmapped_sets(pids: Iterable[int], sealed: list[int]) -> int | None:
+    """How many of the sets `sealed` (their descriptors) no process of `pids` maps whole: with
+    every page of the file present in its page tables (its mappings found in /proc/PID/maps by
+    the file's inode, their pages in /proc/PID/pagemap). None where a process's maps cannot be
+    read (nothing is then verified). A whole mapping costs the same however it is made
+    (populated at once, or faulted in 16 pages at a time); one that is not whole was not made."""
+    pages, name = {}, f"/memfd:{SET_NAME}"
+    for fd in sealed:
+        stat = os.fstat(fd)
+        pages[stat.st_ino] = -(-stat.st_size // PAGE)
+    present = dict.fromkeys(pages, 0)
+    for pid in pids:
+        try:
+            _count_present(pid, name, pages, present)
+        except PermissionError:
+            return None
+        except (FileNotFoundError, ProcessLookupError):  # gone: it maps nothing
+            continue
+    return sum(present[inode] < want for inode, want in pages.items())
+
+
+def _count_present(pid: int, name: str, pages: dict[int, int], present: dict[int, int]) -> None:
+    """Add to `present` (by inode) the pages of the files `pages` names that process `pid`
+    has present in its mappings of them."""
+    with open(f"/proc/{pid}/maps") as maps:
+        lines = [line.split() for line in maps if name in line]
+    if not lines:
+        return
+    with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pagemap:
+        for fields in lines:
+            inode = int(fields[4])
+            if inode not in pages:
+                continue
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            within = min((end - start) // PAGE, pages[inode] - int(fields[2], 16) // PAGE)
+            if within > 0:
+                entries = os.pread(pagemap.fileno(), 8 * within, start // PAGE * 8)
+                present[inode] += entries[7::8].translate(_PRESENT).count(1)
+
+
 class ReleaseFailed(Exception):
     """The contender never connected to its release socket."""
 
@@ -127,6 +175,7 @@ class Release:
         self.contender_cpus = contender_cpus or set()
         self.control, self.control_at = control
         self.sent = 0  # calls released so far (the point's)
+        self.turn_sent = 0  # of which in the last turn (the first `turn_sent` of its sealed)
         self._listener: socket.socket | None = socket.socket(
             socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.conn: socket.socket | None = None
@@ -155,6 +204,7 @@ class Release:
         before it): the harness takes it while it prepares the turn, so that the turn's clock
         starts on a call, not on a wait for the judge. A run that broke the exchange gets
         nothing (and no reply comes)."""
+        self.turn_sent = 0
         with contextlib.suppress(OSError):
             self._deliver(0, sealed)
 
@@ -187,6 +237,7 @@ class Release:
         else:
             socket.send_fds(self.conn, [RELEASE.pack(index)], [sealed[index]])
         self.sent += 1
+        self.turn_sent += 1
         COUNT.pack_into(self.control, self.control_at + RELEASED_AT, self.sent)
 
     @contextlib.contextmanager

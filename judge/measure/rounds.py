@@ -171,7 +171,11 @@ class Plan:
       `calls` calls: the first call's before the turn's requests (`first`), the others during
       its `time` request, each once the call before it is done (release.py);
     - `between_rounds()`: before each round (both contenders frozen): a check of the run's,
-      which ends the timing by raising."""
+      which ends the timing by raising;
+    - `mapped_whole(role)`: after each of a contender's turns, it frozen: whether it was seen to
+      map whole every set released to it in the turn (release.unmapped_sets); a turn it was not
+      counts in its Samples.unmapped, and its floor then credits the mapping only within the
+      judge's resolution (charging.Floor)."""
 
     request: Request
     freeze: Freeze
@@ -188,6 +192,7 @@ class Plan:
     probe_wait_s: float | None = None
     release: Callable[[str, int, bool], object] | None = None
     between_rounds: Callable[[], None] | None = None
+    mapped_whole: Callable[[str], bool] | None = None
 
     def target(self, samples: dict[str, Samples]) -> float:
         """The relative standard error this point's paired ratio needs."""
@@ -318,6 +323,8 @@ class _Interleaving:
         hot = bool(ask_throttled and throttled and throttled())
         self.plan.freeze(role, True)
         after = cpu_ns(role) if cpu_ns else None
+        if self.plan.mapped_whole is not None and not self.plan.mapped_whole(role):
+            self.samples[role].unmapped += 1
         if before is not None and after is not None:
             got.cpu.append((after - before) / 1e6)
         self.plan.rounds.end(role, self.batch[role])

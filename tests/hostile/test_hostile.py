@@ -2,8 +2,8 @@
 
 Each file under submissions/ starts with comment lines:
   expect: VERDICT        the verdict the judge must give (AC: the attempt had no effect)
-  problem: NAME          the bundled problem it is judged on (default vector_add; replays go on
-                         matmul, where skipping the work would win big)
+  problem: NAME          the problem it is judged on, bundled or of tests/problems (default
+                         vector_add; replays go on matmul, where skipping the work would win big)
   backends: bwrap docker the backends that defend it (default: all three); the process
                          backend isolates nothing and is listed only where it holds
   timing: yes            judge with timing (the trick targets the timing run)
@@ -33,6 +33,7 @@ from judge.problem.schema import load_problem
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS, ROOT, make_sandbox
 
+TEST_PROBLEMS = ROOT / "tests" / "problems"
 SUBMISSIONS = sorted((Path(__file__).parent / "submissions").iterdir())
 BACKENDS = ("process", "bwrap", "docker")
 CONTROL_NOISE = 1.5
@@ -70,7 +71,8 @@ def problems(tmp_path_factory):
     def get(name: str):
         if name not in loaded:
             folder = tmp_path_factory.mktemp("hostile") / name
-            shutil.copytree(PROBLEMS / name, folder)
+            bundled = PROBLEMS / name
+            shutil.copytree(bundled if bundled.is_dir() else TEST_PROBLEMS / name, folder)
             spec = folder / "problem.yaml"
             spec.write_text(spec.read_text().replace("memory_mb: 4096", "memory_mb: 1024")
                             .replace("max_s: 3.0", "max_s: 1.0"))

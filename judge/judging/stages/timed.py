@@ -28,7 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
-from judge.measure.release import Release, ReleaseFailed, held_sets, huge_pages, make_room
+from judge.measure.release import Release, ReleaseFailed, held_sets, huge_pages, make_room, unmapped_sets
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -248,6 +248,7 @@ class Timer:
                     audit=operator_rule(j.language.name, j.spec.rules) is not None,
                     throttled=self.throttled, max_calls=slots, share=share, weight=weight,
                     release=release, between_rounds=lambda: self._check_holdings(slots),
+                    mapped_whole=lambda role: self._mapped_whole(role, rounds),
                     probe_wait_s=None if j.device.kind == "cpu" else PROBE_WAIT * run_s)
         try:
             return measure_point(plan)
@@ -277,6 +278,11 @@ class Timer:
             j.result.hold("device", test.name, f"the device still ran work of the submission's "
                           f"before {sub.busy} of the baseline's turns (up to "
                           f"{max(sub.busy_ms):.2f} ms): those rounds were left out")
+        if sub.unmapped:
+            j.result.flags.append(
+                f"{test.name}: after {sub.unmapped} of its turns the run had not mapped whole the "
+                "inputs released to it (a harness changed, or mappings the judge cannot read): "
+                "their mapping is credited only within the judge's resolution")
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)
@@ -328,6 +334,19 @@ class Timer:
             self.sub.proc.kill()
             raise RunFailure(Verdict.RE, f"the run kept {held} of the input sets the judge "
                                          f"released to it (its {slots} slots map one each)")
+
+    def _mapped_whole(self, role: str, rounds: fresh_rounds.FreshRounds) -> bool:
+        """After a turn of the submission's, it frozen: whether its processes map whole every
+        set released to it in the turn (release.unmapped_sets), where sets are mapped. The
+        baseline's harness is the judge's own; a host where the run's mappings cannot be read
+        verifies nothing (recorded: `mapping_verified`)."""
+        release = self.releases[role]
+        if role != "submission" or release.written is not None or not release.turn_sent:
+            return True
+        unmapped = unmapped_sets(self.sub.proc.pids(), rounds.sealed[:release.turn_sent])
+        if unmapped is None:
+            self.j.result.applied["mapping_verified"] = False
+        return unmapped == 0
 
     def _cpu_meter(self):
         """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
