@@ -42,6 +42,10 @@ class Samples:
     reported: list[float] = field(default_factory=list)  # by the harness: the calls' median
     each_call: list[list[float]] = field(default_factory=list)  # by the harness: every call's
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
+    # by the judge, within `time`: its own work between the calls releasing the next one's
+    # inputs (a copy or a send, from seeing the call before done): no run's, left out of the
+    # clock (`net_rt`); a run working on in that span gains it, as it would the span anyway
+    judged: list[float] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)  # calls in the batch
     # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
     prepare_rt: list[float] = field(default_factory=list)
@@ -50,7 +54,7 @@ class Samples:
     # the baseline's harness, in floor turns: the round trip of a request with no call, the
     # harness's own time handling it, and the `prepare` and `collect` of none; by loader, a batch
     # of empty run_kernels called that loader's way: their median report (the floor), the
-    # batch's round trip and its number of calls
+    # batch's round trip (less the judge's release work: `net_rt`) and its number of calls
     request_rt: list[float] = field(default_factory=list)
     request_handled: list[float] = field(default_factory=list)
     staging_rt: list[float] = field(default_factory=list)
@@ -69,11 +73,17 @@ class Samples:
             if isinstance(values, list):
                 getattr(self, name).extend(values)
 
+    def net_rt(self) -> list[float]:
+        """Each turn's round trip less the judge's own release work within it (`judged`)."""
+        judged = self.judged[:len(self.time_rt)]
+        return [rt - j for rt, j in zip(self.time_rt, judged + [0.0] * (len(self.time_rt)
+                                                                          - len(judged)))]
+
     def call_clock(self, floor: Floor) -> list[float]:
         """Each turn's time per call on the judge's clock, less the judge's own part of the
-        request (Floor.judge_ms): what the contestant's process did per call, its harness's
-        work included."""
-        return [(rt - floor.judge_ms) / calls for rt, calls in zip(self.time_rt, self.calls)]
+        request (Floor.judge_ms) and of the release (`judged`): what the contestant's process
+        did per call, its harness's work included."""
+        return [(rt - floor.judge_ms) / calls for rt, calls in zip(self.net_rt(), self.calls)]
 
     def per_call(self, floor: Floor) -> list[float]:
         """Each turn's time per call that scores: `call_clock` less the harness's work as far
@@ -354,7 +364,7 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
 
 def per_call_ms(got: Samples) -> float:
     """A contender's median time per call on the judge's clock, round trip included (0: none)."""
-    return statistics.median(rt / n for rt, n in zip(got.time_rt, got.calls)) if got.calls else 0.0
+    return statistics.median(rt / n for rt, n in zip(got.net_rt(), got.calls)) if got.calls else 0.0
 
 
 def paired_ratios(sub: Samples, base: Samples) -> list[float]:
@@ -364,7 +374,7 @@ def paired_ratios(sub: Samples, base: Samples) -> list[float]:
     batches vary by ±20 % from round to round, their ratio by a few percent), and the pair
     cancels the place's own cost (several %: `balanced_median`), so the ratio settles first."""
     ratios = [((s / n) / (b / m), first) for s, n, b, m, first in zip(
-        sub.time_rt, sub.calls, base.time_rt, base.calls, sub.first) if b > 0 and s > 0]
+        sub.net_rt(), sub.calls, base.net_rt(), base.calls, sub.first) if b > 0 and s > 0]
     ahead = [r for r, first in ratios if first]
     behind = [r for r, first in ratios if not first]
     if len(sub.first) != len(sub.time_rt):  # no places recorded: round by round

@@ -176,6 +176,7 @@ class Release:
         self.control, self.control_at = control
         self.sent = 0  # calls released so far (the point's)
         self.turn_sent = 0  # of which in the last turn (the first `turn_sent` of its sealed)
+        self.judged_ns = 0  # the judge's own time releasing the last turn's calls (`turn`)
         self._listener: socket.socket | None = socket.socket(
             socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
         self.conn: socket.socket | None = None
@@ -214,18 +215,22 @@ class Release:
         in call order), each once the call before it is done (call 0: `open_turn`), and wait
         for the last; early, without error, once `stop()` (the harness replied: it failed, or
         the run died), when the run breaks the exchange, or after `timeout_s` (its reply will
-        not come either). How many calls were done."""
-        deadline = time.monotonic() + timeout_s
+        not come either). How many calls were done; the judge's own time releasing them, from
+        seeing each call done to the next one's release, in `judged_ns` (left out of the
+        turn's clock: no run can shorten it)."""
+        deadline, clock, self.judged_ns = time.monotonic() + timeout_s, time.perf_counter_ns, 0
         with self._off_contender() as alone:
             for index in range(1, calls + 1):
                 if not self._await_done(stop, deadline, alone):
                     return index - 1
                 if index == calls:
                     break
+                seen = clock()
                 try:
                     self._deliver(index, sealed)
                 except OSError:
                     return index
+                self.judged_ns += clock() - seen
         return calls
 
     def _deliver(self, index: int, sealed: list[int]) -> None:

@@ -169,7 +169,8 @@ class Plan:
       (PROBE_WAIT): a round whose device still ran another process's work is left out;
     - `release(role, calls, first)`: release that contender's inputs of the round's first
       `calls` calls: the first call's before the turn's requests (`first`), the others during
-      its `time` request, each once the call before it is done (release.py);
+      its `time` request, each once the call before it is done (release.py), returning then
+      the judge's own time releasing them, in ms (Samples.judged);
     - `between_rounds()`: before each round (both contenders frozen): a check of the run's,
       which ends the timing by raising;
     - `mapped_whole(role)`: after each of a contender's turns, it frozen: whether it was seen to
@@ -190,7 +191,7 @@ class Plan:
     share: Callable[[dict[str, float]], float] | None = None
     weight: Callable[[dict[str, float]], float] | None = None
     probe_wait_s: float | None = None
-    release: Callable[[str, int, bool], object] | None = None
+    release: Callable[[str, int, bool], float | None] | None = None
     between_rounds: Callable[[], None] | None = None
     mapped_whole: Callable[[str], bool] | None = None
 
@@ -269,7 +270,7 @@ class _Interleaving:
                 base.staging_rt += got.prepare_rt
             else:
                 base.floor.setdefault(empty, []).extend(got.reported)
-                base.empty_rt.setdefault(empty, []).extend(got.time_rt)
+                base.empty_rt.setdefault(empty, []).extend(got.net_rt())
                 base.empty_calls.setdefault(empty, []).append(calls)
                 base.empty_mapped.setdefault(empty, []).append(float(reply.get("mapped_ms", 0.0)))
 
@@ -385,8 +386,9 @@ def _turn(plan: Plan, role: str, got: Samples, calls: int = 1, record: bool = Fa
     fields = {"fresh": True, "calls": calls, **({"record": True} if record else {}),
               **({"empty": empty} if empty else {})}
     on_cpu = flush is not None
-    release = plan.release if calls else None
-    during = {"during": lambda: release(role, calls, False)} if release is not None else {}
+    release, judged = plan.release if calls else None, []
+    during = ({"during": lambda: judged.append(release(role, calls, False) or 0.0)}
+              if release is not None else {})
     if release is not None:
         release(role, calls, True)  # the first call's set, taken while the turn is prepared
     if not on_cpu:
@@ -399,6 +401,7 @@ def _turn(plan: Plan, role: str, got: Samples, calls: int = 1, record: bool = Fa
     sent = time.perf_counter()
     reply = request(role, "time", turn=on_cpu, calls=calls, **during)
     got.time_rt.append((time.perf_counter() - sent) * 1000)
+    got.judged.append(judged[0] if judged else 0.0)
     reports = _reports(role, reply, calls)
     got.reported.append(statistics.median(reports) if reports else 0.0)
     got.each_call.append(reports)

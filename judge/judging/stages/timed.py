@@ -230,12 +230,12 @@ class Timer:
             who = self.by_role[role]
             return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
 
-        def release(role: str, calls: int, first: bool) -> None:
+        def release(role: str, calls: int, first: bool) -> float | None:
             if first:
                 self.releases[role].open_turn(rounds.sealed)
-            else:
-                self.releases[role].turn(calls, rounds.sealed, self.by_role[role].proc.replied,
-                                         run_s)
+                return None
+            self.releases[role].turn(calls, rounds.sealed, self.by_role[role].proc.replied, run_s)
+            return self.releases[role].judged_ns / 1e6
 
         def freeze(role: str, frozen: bool) -> None:
             if not self.by_role[role].proc.freeze(frozen):
