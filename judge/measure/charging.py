@@ -43,8 +43,8 @@ class Samples:
     each_call: list[list[float]] = field(default_factory=list)  # by the harness: every call's
     time_rt: list[float] = field(default_factory=list)  # by the judge, around `time`
     # by the judge, within `time`: its own work between the calls releasing the next one's
-    # inputs (a copy or a send, from seeing the call before done): no run's, left out of the
-    # clock (`net_rt`); a run working on in that span gains it, as it would the span anyway
+    # inputs (a copy or a send, from seeing the call before done): left out of the clock up to
+    # what it cost in the floor turns (Floor.judged_ms)
     judged: list[float] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)  # calls in the batch
     # by the judge, around `prepare` and `collect` together (GPUs: the copies and the flush)
@@ -54,12 +54,13 @@ class Samples:
     # the baseline's harness, in floor turns: the round trip of a request with no call, the
     # harness's own time handling it, and the `prepare` and `collect` of none; by loader, a batch
     # of empty run_kernels called that loader's way: their median report (the floor), the
-    # batch's round trip (less the judge's release work: `net_rt`) and its number of calls
+    # batch's round trip, the judge's release work within it and its number of calls
     request_rt: list[float] = field(default_factory=list)
     request_handled: list[float] = field(default_factory=list)
     staging_rt: list[float] = field(default_factory=list)
     floor: dict[str, list[float]] = field(default_factory=dict)
     empty_rt: dict[str, list[float]] = field(default_factory=dict)
+    empty_judged: dict[str, list[float]] = field(default_factory=dict)
     empty_calls: dict[str, list[int]] = field(default_factory=dict)
     empty_mapped: dict[str, list[float]] = field(default_factory=dict)  # mapping the releases
     throttled: int = 0  # rounds left out because the GPU's clock was throttled in them
@@ -73,17 +74,13 @@ class Samples:
             if isinstance(values, list):
                 getattr(self, name).extend(values)
 
-    def net_rt(self) -> list[float]:
-        """Each turn's round trip less the judge's own release work within it (`judged`)."""
-        judged = self.judged[:len(self.time_rt)]
-        return [rt - j for rt, j in zip(self.time_rt, judged + [0.0] * (len(self.time_rt)
-                                                                          - len(judged)))]
-
     def call_clock(self, floor: Floor) -> list[float]:
         """Each turn's time per call on the judge's clock, less the judge's own part of the
-        request (Floor.judge_ms) and of the release (`judged`): what the contestant's process
-        did per call, its harness's work included."""
-        return [(rt - floor.judge_ms) / calls for rt, calls in zip(self.net_rt(), self.calls)]
+        request (Floor.judge_ms) and of the release (`judged`, up to Floor.judged_ms a call):
+        what the contestant's process did per call, its harness's work included."""
+        judged = self.judged + [0.0] * (len(self.time_rt) - len(self.judged))
+        return [(rt - min(j, floor.judged_ms * calls) - floor.judge_ms) / calls
+                for rt, j, calls in zip(self.time_rt, judged, self.calls)]
 
     def per_call(self, floor: Floor) -> list[float]:
         """Each turn's time per call that scores: `call_clock` less the harness's work as far
@@ -172,6 +169,11 @@ class Floor:
     # 0 here, the mapping then part of what is trimmable); it grows with the inputs' size
     # where the rest does not
     mapped_ms: float = 0.0
+    # the judge's own work releasing a call's inputs (Samples.judged), a call, in the floor
+    # turns: left out of a turn's clock up to this much a call. No more: a run that slowed the
+    # judge's release (a thread contending for its CPU, its cache or its memory) while working
+    # on in that span would have the slowdown credited as speed
+    judged_ms: float = 0.0
 
     @property
     def judge_ms(self) -> float:
@@ -220,17 +222,19 @@ class Floor:
             base.request_handled) else 0.0
         floor = base.floor.get(loader)
         empty = statistics.median(floor) if floor else None
-        call = 0.0
+        call = judged = 0.0
         if base.empty_rt.get(loader):
-            call = max(statistics.median((rt - request) / n for rt, n in
-                                         zip(base.empty_rt[loader], base.empty_calls[loader])),
+            turns = list(zip(base.empty_rt[loader], base.empty_calls[loader],
+                             base.empty_judged.get(loader) or [0.0] * len(base.empty_rt[loader])))
+            call = max(statistics.median((rt - j - request) / n for rt, n, j in turns),
                        empty or 0.0)
+            judged = statistics.median(j / n for _, n, j in turns)
         mapped = [m / n for m, n in zip(base.empty_mapped.get(loader, []),
                                         base.empty_calls.get(loader, [])) if n]
         return cls(request, handled,
                    statistics.median(base.staging_rt) if base.staging_rt else 0.0,
                    call, empty, resolution,
-                   statistics.median(mapped) if mapped and mapped_whole else 0.0)
+                   statistics.median(mapped) if mapped and mapped_whole else 0.0, judged)
 
 
 @dataclass(frozen=True)
@@ -364,7 +368,7 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
 
 def per_call_ms(got: Samples) -> float:
     """A contender's median time per call on the judge's clock, round trip included (0: none)."""
-    return statistics.median(rt / n for rt, n in zip(got.net_rt(), got.calls)) if got.calls else 0.0
+    return statistics.median(rt / n for rt, n in zip(got.time_rt, got.calls)) if got.calls else 0.0
 
 
 def paired_ratios(sub: Samples, base: Samples) -> list[float]:
@@ -374,7 +378,7 @@ def paired_ratios(sub: Samples, base: Samples) -> list[float]:
     batches vary by ±20 % from round to round, their ratio by a few percent), and the pair
     cancels the place's own cost (several %: `balanced_median`), so the ratio settles first."""
     ratios = [((s / n) / (b / m), first) for s, n, b, m, first in zip(
-        sub.net_rt(), sub.calls, base.net_rt(), base.calls, sub.first) if b > 0 and s > 0]
+        sub.time_rt, sub.calls, base.time_rt, base.calls, sub.first) if b > 0 and s > 0]
     ahead = [r for r, first in ratios if first]
     behind = [r for r, first in ratios if not first]
     if len(sub.first) != len(sub.time_rt):  # no places recorded: round by round

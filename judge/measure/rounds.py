@@ -270,7 +270,8 @@ class _Interleaving:
                 base.staging_rt += got.prepare_rt
             else:
                 base.floor.setdefault(empty, []).extend(got.reported)
-                base.empty_rt.setdefault(empty, []).extend(got.net_rt())
+                base.empty_rt.setdefault(empty, []).extend(got.time_rt)
+                base.empty_judged.setdefault(empty, []).extend(got.judged)
                 base.empty_calls.setdefault(empty, []).append(calls)
                 base.empty_mapped.setdefault(empty, []).append(float(reply.get("mapped_ms", 0.0)))
 
