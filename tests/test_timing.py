@@ -626,7 +626,7 @@ def test_a_set_is_seen_mapped_whole_only_where_every_page_was_mapped():
     import mmap
 
     from judge.harness import main as harness
-    from judge.measure.release import PAGE, unmapped_sets
+    from judge.measure.release import PAGE, look_at_run
     from judge.measure.shared import SharedTensors
 
     pages = 40  # more than the kernel faults in around a page read (fault_around_bytes: 64 KiB)
@@ -651,11 +651,12 @@ def test_a_set_is_seen_mapped_whole_only_where_every_page_was_mapped():
         mapped(fds[0], populated=True)
         touch(mapped(fds[1], populated=False), range(pages))  # faulted in, every page
         touch(mapped(fds[2], populated=False), [0])  # a page read (16 faulted in around it)
-        assert unmapped_sets([os.getpid()], fds[:2]) == 0
-        assert unmapped_sets([os.getpid()], fds[2:3]) == 1
-        assert unmapped_sets([os.getpid()], fds[3:]) == 1  # not mapped at all
-        assert unmapped_sets([os.getpid()], fds) == 2
-        assert unmapped_sets([], fds[:1]) == 1  # a run with no process maps nothing
+        assert look_at_run([os.getpid()], fds[:2]).unmapped == 0
+        assert look_at_run([os.getpid()], fds[2:3]).unmapped == 1
+        assert look_at_run([os.getpid()], fds[3:]).unmapped == 1  # not mapped at all
+        assert look_at_run([os.getpid()], fds).unmapped == 2
+        assert look_at_run([os.getpid()], fds).held == 3 + 4  # three mapped, four open here
+        assert look_at_run([], fds[:1]).unmapped == 1  # a run with no process maps nothing
     finally:
         for address in held:
             libc.munmap(ctypes.c_void_p(address), pages * PAGE)
@@ -1073,7 +1074,7 @@ def test_the_mapping_is_credited_in_full_only_to_a_run_seen_mapping_whole():
     """The baseline's floor turns measure what mapping a call's released set costs (here 0.2
     ms of the harness's 0.2525 ms a call): credited in full to a contender seen mapping its
     sets whole, and within the judge's resolution, like the rest of the harness's work, to one
-    that was not (release.unmapped_sets), which also makes such a point's calls unresolvable."""
+    that was not (release.look_at_run), which also makes such a point's calls unresolvable."""
     base = Samples(request_rt=[0.1], request_handled=[0.05], floor={"": [0.001]},
                    empty_rt={"": [0.1 + 4 * 0.24]}, empty_calls={"": [4]},
                    empty_mapped={"": [0.8]})

@@ -165,7 +165,7 @@ class Floor:
     resolution: float = 0.0  # the fraction of a call that the harness's work is credited up to
     # of call_ms, mapping the call's released inputs (release.py): the kernel's work populating
     # their pages, which no run can make cheaper (faulted in, they cost the same or more), so
-    # credited in full where the judge saw each set mapped whole (release.unmapped_sets; else
+    # credited in full where the judge saw each set mapped whole (release.look_at_run; else
     # 0 here, the mapping then part of what is trimmable); it grows with the inputs' size
     # where the rest does not
     mapped_ms: float = 0.0

@@ -18,7 +18,7 @@ run's reach yet. What the release costs the run (the hand-over, the mapping) is 
 of the harness, which the baseline's floor turns measure (judge/measure/charging.py): on the
 CPU device 1-4 µs a call written, 15-35 µs mapped (BENCHMARKS.md). The hand-over is credited
 only within the judge's resolution; the mapping in full, but only where the judge saw it done:
-after each turn every set it sent was mapped whole, each page present (`unmapped_sets`), so
+after each turn every set it sent was mapped whole, each page present (`look_at_run`), so
 that a run mapping lazily (paying only for the pages its kernel reads) is not credited the
 mapping of pages it never mapped. The judge's spin while it waits keeps off the contender's CPU.
 """
@@ -34,6 +34,7 @@ import select
 import socket
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge.harness.protocol import COUNT, DONE_AT, HUGE_PAGE, RELEASE, RELEASE_SOCKET, RELEASED_AT
@@ -88,65 +89,64 @@ def make_room(descriptors: int) -> None:
                            (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
 
 
-def held_sets(pid: int) -> int:
-    """How many of the judge's released sets process `pid` maps or holds open (its mappings
-    and descriptors of memfds named as `seal` names them); 0 once it is gone."""
-    name = f"/memfd:{SET_NAME}"
-    try:
-        with open(f"/proc/{pid}/maps") as maps:
-            mapped = sum(name in line for line in maps)
-        held = 0
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(name)
-    except OSError:
-        return 0
-    return mapped + held
-
-
 PAGE = mmap.PAGESIZE
 # a /proc/PID/pagemap entry's last byte (little-endian) holds bit 63, "present": 1 where it is set
 _PRESENT = bytes(int(b >= 0x80) for b in range(256))
 
 
-def unmapped_sets(pids: Iterable[int], sealed: list[int]) -> int | None:
-    """How many of the sets `sealed` (their descriptors) no process of `pids` maps whole: with
-    every page of the file present in its page tables (its mappings found in /proc/PID/maps by
-    the file's inode, their pages in /proc/PID/pagemap). None where a process's maps cannot be
-    read (nothing is then verified). A whole mapping costs the same however it is made
-    (populated at once, or faulted in 16 pages at a time); one that is not whole was not made."""
-    pages, name = {}, f"/memfd:{SET_NAME}"
+@dataclass(frozen=True)
+class Holdings:
+    """What a run's processes hold of the judge's released sets (`look_at_run`)."""
+
+    held: int  # sets mapped or held open (mappings and descriptors of memfds named SET_NAME)
+    unmapped: int | None  # of the sets asked about, those not mapped whole; None: unreadable
+
+
+def look_at_run(pids: Iterable[int], sealed: list[int]) -> Holdings:
+    """The released sets the processes `pids` hold, and how many of the sets `sealed` (their
+    descriptors) none of them maps whole: with every page of the file present in its page
+    tables (its mappings found in /proc/PID/maps by the file's inode, their pages in
+    /proc/PID/pagemap). A whole mapping costs the same however it is made (populated at once,
+    or faulted in 16 pages at a time); one that is not whole was not made. One read of each
+    process's maps serves both."""
+    pages = {}
     for fd in sealed:
         stat = os.fstat(fd)
         pages[stat.st_ino] = -(-stat.st_size // PAGE)
-    present = dict.fromkeys(pages, 0)
+    present, held, readable = dict.fromkeys(pages, 0), 0, True
     for pid in pids:
         try:
-            _count_present(pid, name, pages, present)
+            held += _look_at_process(pid, pages, present)
         except PermissionError:
-            return None
-        except (FileNotFoundError, ProcessLookupError):  # gone: it maps nothing
+            readable = False
+        except (FileNotFoundError, ProcessLookupError):  # gone: it holds nothing
             continue
-    return sum(present[inode] < want for inode, want in pages.items())
+    unmapped = sum(present[inode] < want for inode, want in pages.items())
+    return Holdings(held, unmapped if readable else None)
 
 
-def _count_present(pid: int, name: str, pages: dict[int, int], present: dict[int, int]) -> None:
+def _look_at_process(pid: int, pages: dict[int, int], present: dict[int, int]) -> int:
     """Add to `present` (by inode) the pages of the files `pages` names that process `pid`
-    has present in its mappings of them."""
+    has present in its mappings of them; how many released sets it maps or holds open."""
+    name = f"/memfd:{SET_NAME}"
     with open(f"/proc/{pid}/maps") as maps:
         lines = [line.split() for line in maps if name in line]
-    if not lines:
-        return
+    held = len(lines)
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            held += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(name)
+    wanted = [fields for fields in lines if int(fields[4]) in pages]
+    if not wanted:
+        return held
     with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as pagemap:
-        for fields in lines:
+        for fields in wanted:
             inode = int(fields[4])
-            if inode not in pages:
-                continue
             start, end = (int(address, 16) for address in fields[0].split("-"))
             within = min((end - start) // PAGE, pages[inode] - int(fields[2], 16) // PAGE)
             if within > 0:
                 entries = os.pread(pagemap.fileno(), 8 * within, start // PAGE * 8)
                 present[inode] += entries[7::8].translate(_PRESENT).count(1)
+    return held
 
 
 class ReleaseFailed(Exception):

@@ -171,12 +171,11 @@ class Plan:
       `calls` calls: the first call's before the turn's requests (`first`), the others during
       its `time` request, each once the call before it is done (release.py), returning then
       the judge's own time releasing them, in ms (Samples.judged);
-    - `between_rounds()`: before each round (both contenders frozen): a check of the run's,
-      which ends the timing by raising;
-    - `mapped_whole(role)`: after each of a contender's turns, it frozen: whether it was seen to
-      map whole every set released to it in the turn (release.unmapped_sets); a turn it was not
-      counts in its Samples.unmapped, and its floor then credits the mapping only within the
-      judge's resolution (charging.Floor)."""
+    - `after_turn(role)`: after each of a contender's turns, it frozen: a check of the run's
+      (which ends the timing by raising), and whether it was seen to map whole every set
+      released to it in the turn (release.look_at_run); a turn it was not counts in its
+      Samples.unmapped, and its floor then credits the mapping only within the judge's
+      resolution (charging.Floor)."""
 
     request: Request
     freeze: Freeze
@@ -192,8 +191,7 @@ class Plan:
     weight: Callable[[dict[str, float]], float] | None = None
     probe_wait_s: float | None = None
     release: Callable[[str, int, bool], float | None] | None = None
-    between_rounds: Callable[[], None] | None = None
-    mapped_whole: Callable[[str], bool] | None = None
+    after_turn: Callable[[str], bool] | None = None
 
     def target(self, samples: dict[str, Samples]) -> float:
         """The relative standard error this point's paired ratio needs."""
@@ -279,8 +277,6 @@ class _Interleaving:
         """One turn of each contender, in this round's order; its samples kept unless it was an
         audit, a turn was throttled or a batch was too short for the clock."""
         samples, base = self.samples, self.samples["baseline"]
-        if self.plan.between_rounds is not None:
-            self.plan.between_rounds()
         self.plan.rounds.begin(max(self.batch.values()))
         self.roles = _order(samples["submission"].first)
         audited = self.plan.audit and self.draw.randrange(AUDIT_EVERY) == 0
@@ -325,7 +321,7 @@ class _Interleaving:
         hot = bool(ask_throttled and throttled and throttled())
         self.plan.freeze(role, True)
         after = cpu_ns(role) if cpu_ns else None
-        if self.plan.mapped_whole is not None and not self.plan.mapped_whole(role):
+        if self.plan.after_turn is not None and not self.plan.after_turn(role):
             self.samples[role].unmapped += 1
         if before is not None and after is not None:
             got.cpu.append((after - before) / 1e6)

@@ -28,7 +28,7 @@ from judge.judging.stages import check, score
 from judge.measure import charging, fresh_rounds, scoring
 from judge.measure.flusher import CacheFlusher
 from judge.measure.point import Measurement, measure_point
-from judge.measure.release import Release, ReleaseFailed, held_sets, huge_pages, make_room, unmapped_sets
+from judge.measure.release import Release, ReleaseFailed, huge_pages, look_at_run, make_room
 from judge.measure.rounds import (
     PROBE_WAIT,
     BadReply,
@@ -43,7 +43,7 @@ from judge.settings import settings
 from judge.verdicts import Verdict, overall_verdict
 
 # Released sets the submission may map or hold beyond one per slot (what its harness maps) before
-# it is stopped (Timer._check_holdings): a few a run's own copies may keep for a moment
+# it is stopped (Timer._after_turn): a few a run's own copies may keep for a moment
 HELD_SETS_SLACK = 8
 INPUTS_FILE = "inputs.raw"  # a contender's timed inputs where they are written (release.py)
 
@@ -247,8 +247,8 @@ class Timer:
                     flush=self.flusher.flush if self.flusher else None, cpu_ns=cpu_meter,
                     audit=operator_rule(j.language.name, j.spec.rules) is not None,
                     throttled=self.throttled, max_calls=slots, share=share, weight=weight,
-                    release=release, between_rounds=lambda: self._check_holdings(slots),
-                    mapped_whole=lambda role: self._mapped_whole(role, rounds),
+                    release=release,
+                    after_turn=lambda role: self._after_turn(role, rounds, slots),
                     probe_wait_s=None if j.device.kind == "cpu" else PROBE_WAIT * run_s)
         try:
             return measure_point(plan)
@@ -324,29 +324,25 @@ class Timer:
         finally:
             who.proc.freeze(False)
 
-    def _check_holdings(self, slots: int) -> None:
-        """Between rounds: the submission maps or holds no more of the released sets than its
-        harness's slots map (one each). Each set is the judge's memory, not the run's (the run
-        cannot write it, and it is not counted against its limit): a run that kept every set it
-        was sent would grow the judge by a round's inputs every round."""
-        held = sum(held_sets(pid) for pid in self.sub.proc.pids())
-        if held > slots + HELD_SETS_SLACK:
-            self.sub.proc.kill()
-            raise RunFailure(Verdict.RE, f"the run kept {held} of the input sets the judge "
-                                         f"released to it (its {slots} slots map one each)")
-
-    def _mapped_whole(self, role: str, rounds: fresh_rounds.FreshRounds) -> bool:
-        """After a turn of the submission's, it frozen: whether its processes map whole every
-        set released to it in the turn (release.unmapped_sets), where sets are mapped. The
-        baseline's harness is the judge's own; a host where the run's mappings cannot be read
-        verifies nothing (recorded: `mapping_verified`)."""
+    def _after_turn(self, role: str, rounds: fresh_rounds.FreshRounds, slots: int) -> bool:
+        """After a turn of the submission's, it frozen, where sets are released mapped: it maps
+        or holds no more of them than its harness's slots map (one each), and whether it maps
+        whole every set released to it in the turn (release.look_at_run). Each set is the
+        judge's memory, not the run's (the run cannot write it, and it is not counted against
+        its limit): a run that kept every set it was sent would grow the judge by a round's
+        inputs every round. The baseline's harness is the judge's own; a host where the run's
+        mappings cannot be read verifies nothing (recorded: `mapping_verified`)."""
         release = self.releases[role]
         if role != "submission" or release.written is not None or not release.turn_sent:
             return True
-        unmapped = unmapped_sets(self.sub.proc.pids(), rounds.sealed[:release.turn_sent])
-        if unmapped is None:
+        seen = look_at_run(self.sub.proc.pids(), rounds.sealed[:release.turn_sent])
+        if seen.held > slots + HELD_SETS_SLACK:
+            self.sub.proc.kill()
+            raise RunFailure(Verdict.RE, f"the run kept {seen.held} of the input sets the judge "
+                                         f"released to it (its {slots} slots map one each)")
+        if seen.unmapped is None:
             self.j.result.applied["mapping_verified"] = False
-        return unmapped == 0
+        return seen.unmapped == 0
 
     def _cpu_meter(self):
         """Each contender's CPU time, where a turn's CPU time is its work: on the CPU device
