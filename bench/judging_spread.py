@@ -20,6 +20,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
@@ -54,6 +55,15 @@ def judge_once(tree: Path, problem: str, source: str, sandbox: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def commit(tree: Path) -> str:
+    """The short commit a tree is checked out at (with `+` where it has changes)."""
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+" if dirty else "")
+
+
 def spread(scores: list[float]) -> float:
     """(highest - lowest) / median, in %."""
     ordered = sorted(scores)
@@ -69,18 +79,20 @@ def main() -> None:
     parser.add_argument("--sandbox", default="bwrap")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    trees = {"this judge": ROOT, **({f"{args.against}": args.against} if args.against else {})}
+    trees = {f"this judge ({commit(ROOT)})": ROOT,
+             **({commit(args.against): args.against} if args.against else {})}
     got: dict[str, list[dict]] = {name: [] for name in trees}
     started = time.monotonic()
     for _ in range(args.runs):
         for name, tree in trees.items():
             got[name].append(judge_once(tree, args.problem, args.source, args.sandbox))
-    lines = ["| judge | scores (speedup) | spread | points not resolvable |", "|---|---|---|---|"]
+    lines = ["| judge | scores (speedup) | spread | points not resolvable (judgings) |", "|---|---|---|---|"]
     for name, runs in got.items():
         scores = [run["speedup"] for run in runs]
-        unresolvable = sorted({p for run in runs for p in run["unresolvable"]})
+        unresolvable = Counter(p for run in runs for p in run["unresolvable"])
+        counts = ", ".join(f"{p} {k}/{len(runs)}" for p, k in sorted(unresolvable.items()))
         lines.append(f"| {name} | {', '.join(f'{s:.3f}' for s in scores)} "
-                     f"| {spread(scores):.1f} % | {', '.join(unresolvable) or '-'} |")
+                     f"| {spread(scores):.1f} % | {counts or '-'} |")
     against = f" --against {args.against}" if args.against else ""
     block = (f"Measured {date.today()} on {platform.machine()} ({os.cpu_count()} CPUs), "
              f"{time.monotonic() - started:.0f} s, with `python bench/judging_spread.py "

@@ -6,6 +6,7 @@ the untrusted side."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -228,7 +229,10 @@ class Timer:
 
         def request(role: str, op: str, **fields) -> dict:
             who = self.by_role[role]
-            return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
+            # a timed request from off the contender's CPUs, its thaw included (off_contender)
+            with (self.releases[role].off_contender() if op == "time"
+                  else contextlib.nullcontext()):
+                return contender.guard(who, lambda: who.request(op, run_s, **fields), self.sub)
 
         def release(role: str, calls: int, first: bool) -> float | None:
             if first:
