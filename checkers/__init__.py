@@ -77,13 +77,24 @@ def check_outputs(checker: Checker, got: dict, expected: dict, inputs: dict, *, 
     checker (problem.yaml `checker: {name, args}`)."""
     args = args or {}
     if checks_whole_calls(checker):
-        return checker(got, expected, inputs, rtol=rtol, atol=atol, matched_ratio=matched_ratio,
-                       **args)
+        return checker(_beside(got, expected, inputs), expected, inputs, rtol=rtol, atol=atol,
+                       matched_ratio=matched_ratio, **args)
     if comparable is not None:
         got, expected = comparable(got, expected)
     return merge({name: checker(got.get(name), value, rtol=rtol, atol=atol,
                                 matched_ratio=matched_ratio, **args)
                   for name, value in expected.items()}, matched_ratio)
+
+
+def _beside(got: dict, expected: dict, inputs: dict) -> dict:
+    """The run's outputs (read back on the host) on the device of the reference's tensors (on
+    a GPU the reference runs there): a whole-call checker gets every tensor on one device."""
+    device = next((v.device for v in (*expected.values(), *inputs.values())
+                   if hasattr(v, "device")), None)
+    if device is None:
+        return got
+    return {name: value.to(device) if hasattr(value, "to") else value
+            for name, value in got.items()}
 
 
 __all__ = ["BUILTIN_CHECKERS", "TOLERANCE", "CheckReport", "Checker", "Mismatch", "check_outputs",

@@ -123,3 +123,25 @@ def test_the_identical_output_shortcut_reports_what_the_full_comparison_does():
     assert quick.max_abs_err == quick.max_rel_err == 0.0
     with_nan = torch.tensor([float("nan"), 1.0])  # NaN equals nothing: the full path matches it
     assert allclose(with_nan.clone(), with_nan, rtol=0, atol=0, matched_ratio=1.0).passed
+
+
+def test_a_whole_call_checker_gets_every_tensor_on_the_reference_s_device():
+    """On a GPU the reference's inputs and outputs are on the device and the run's outputs are
+    read back on the host: a check_call checker gets them on one device (here the meta device
+    stands in for the GPU)."""
+    import torch
+
+    from checkers import CheckReport, check_outputs
+
+    seen = {}
+
+    def check_call(got, expected, inputs, **_):
+        seen.update({name: value.device.type for name, value in
+                     (*got.items(), *expected.items(), *inputs.items())
+                     if isinstance(value, torch.Tensor)})
+        return CheckReport(passed=True, message="ok", matched_ratio=1.0, total=1)
+
+    on_device = torch.empty(4, device="meta")
+    check_outputs(check_call, {"y": torch.zeros(4)}, {"y_ref": on_device}, {"x": on_device, "n": 4},
+                  rtol=0, atol=0, matched_ratio=0.99)
+    assert seen == {"y": "meta", "y_ref": "meta", "x": "meta"}

@@ -39,6 +39,22 @@ def test_compose_services_and_commands():
     assert env["KJUDGE_BROKER_URL"].startswith("redis://")
 
 
+def test_the_workers_dev_shm_holds_every_bundled_problems_judging():
+    """Docker gives a container 64 MB of /dev/shm: a worker's judgings would fall back to
+    disk (warm.work_root) unless compose gives it room for the largest one."""
+    from judge.judging.footprint import work_folder_bytes
+    from judge.judging.warm import SHM_ROOM_BYTES
+    from judge.problem.schema import load_problem
+
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    problems = [load_problem(p.parent) for p in sorted((ROOT / "problems").glob("*/problem.yaml"))]
+    for name, kind in (("worker-cpu", "cpu"), ("worker-gpu", "cuda")):
+        size = re.fullmatch(r"(\d+)gb", services[name]["shm_size"])
+        assert size, services[name]["shm_size"]
+        needed = SHM_ROOM_BYTES + max(work_folder_bytes(p, kind) for p in problems)
+        assert int(size.group(1)) * 2**30 >= needed, (name, needed / 2**30)
+
+
 def test_every_contest_image_base_is_pinned_by_digest():
     """A tag can move: deploy/images' bases name the digest, so a rebuild gets the same base or
     fails (MACA's is the organizer's to pass, and required)."""

@@ -50,6 +50,19 @@ def test_a_cpp_library_without_the_device_check_still_runs(tmp_path):
     assert y.tolist() == [0.0, 1.0, 2.0, 3.0] and check is None
 
 
+def test_a_failed_raw_runtime_call_is_cleared_and_counted():
+    """A raw cudart call that fails leaves its error set for torch's next launch to report as
+    the submission's: the harness clears it and says which call failed, and how often."""
+    device = harness.Device("cpu", 4096)
+    assert device._runtime_call("cudaCtxResetPersistingL2Cache", lambda: 0)
+    assert not device._runtime_call("cudaCtxResetPersistingL2Cache", lambda: 801)
+    assert not device._runtime_call("cudaDeviceSetLimit", lambda limit, size: 1, 6, 0)
+    assert not device._runtime_call("cudaCtxResetPersistingL2Cache", lambda: 801)
+    assert device.describe()["runtime_call_failures"] == {"cudaCtxResetPersistingL2Cache": 2,
+                                                          "cudaDeviceSetLimit": 1}
+    assert harness.Device("cpu", 4096).describe()["runtime_call_failures"] == {}
+
+
 def test_the_cpu_harness_device_reports_its_flush_its_floor_and_no_l2_reset():
     device = harness.Device("cpu", 4096)
     described = device.describe()
@@ -86,8 +99,11 @@ int nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
     return 0; }
 int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned* c) { *c = 47; return 0; }
 int nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) { *mw = 312345; return 0; }
+/* the reasons from KJUDGE_FAKE_NVML_REASONS (a number), else sw_power_cap and sw_thermal */
 int nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* r) {
-    *r = 0x4 | 0x20; return 0; }
+    *r = getenv("KJUDGE_FAKE_NVML_REASONS") ? strtoull(getenv("KJUDGE_FAKE_NVML_REASONS"), 0, 0)
+                                            : 0x4 | 0x20;
+    return 0; }
 /* per-process memory: "pid bytes" lines of the file named by KJUDGE_FAKE_NVML_PROCS */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,7 +257,14 @@ def test_throttled_clocks_foreign_processes_and_a_held_gpu_are_seen_through_nvml
     throttled = telemetry.throttle_meter(H200)
     assert throttled is not None and not throttled()
     clock.write_text("1400")  # under 75 % of the default 1980 MHz
+    assert throttled()  # the reasons: power cap and heat
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_REASONS", "0x1")  # idle: nothing ran as it was read
+    assert not throttled()
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_REASONS", str(0x1 | 0x8))  # idle, slowed by hardware
     assert throttled()
+    monkeypatch.setenv("KJUDGE_FAKE_NVML_REASONS", "0")  # no reason given: the clock decides
+    assert throttled()
+    assert telemetry.throttled(1400, 1980, None) and not telemetry.throttled(1980, 1980, None)
     me = os.getpid()
     fake_nvml.write_text(f"{me} 1000\n999 2000\n")
     assert telemetry.foreign_gpu_processes(H200, {me}) == [999]

@@ -113,19 +113,33 @@ class Device:
             flush_bytes = max(flush_bytes, 2 * l2_bytes)
             cudart = _cudart() if torch.version.cuda else None
             reset = getattr(cudart, "cudaCtxResetPersistingL2Cache", None)
-            if reset is not None and reset() == 0:  # kept only when it works on this device
-                self._reset_persisting_l2 = reset
+            if reset is not None and self._runtime_call("cudaCtxResetPersistingL2Cache", reset):
+                self._reset_persisting_l2 = reset  # kept only when it works on this device
             limit = getattr(cudart, "cudaDeviceSetLimit", None)
-            if limit is not None and limit(PERSISTING_L2_LIMIT, ctypes.c_size_t(0)) == 0:
+            if limit is not None and self._runtime_call(
+                    "cudaDeviceSetLimit", limit, PERSISTING_L2_LIMIT, ctypes.c_size_t(0)):
                 self._zero_persisting_limit = lambda: limit(PERSISTING_L2_LIMIT, ctypes.c_size_t(0))
-            elif cudart is not None:
-                cudart.cudaGetLastError()
             self.flush_read = torch.ones(max(flush_bytes, 1), dtype=torch.uint8,
                                          device=self.torch_device)
         self.flush_buffer = torch.empty(max(flush_bytes, 1), dtype=torch.uint8,
                                         device=self.torch_device)
         self.flushes = 0
         self.calibrate()
+
+    runtime_failures: dict[str, int] = {}  # per instance once one fails (see _runtime_call)
+
+    def _runtime_call(self, name: str, function, *args) -> bool:
+        """A raw CUDA runtime call, its error cleared where it failed (cudaGetLastError: else it
+        stays set and surfaces at torch's next launch, as the submission's error) and counted
+        by name in `runtime_failures` (the record's timing setup). Whether it succeeded."""
+        if function(*args) == 0:
+            return True
+        clear = getattr(_cudart(), "cudaGetLastError", None)
+        if clear is not None:
+            clear()
+        self.runtime_failures = {**self.runtime_failures,
+                                 name: self.runtime_failures.get(name, 0) + 1}
+        return False
 
     def calibrate(self) -> None:
         """Before any contestant code runs: the time of an empty call (the floor reported with
@@ -175,6 +189,7 @@ class Device:
                 "flush_read_bytes": 0 if self.flush_read is None else self.flush_read.numel(),
                 "persisting_l2_reset": self._reset_persisting_l2 is not None,
                 "persisting_l2_limit_zeroed": self._zero_persisting_limit is not None,
+                "runtime_call_failures": dict(self.runtime_failures),
                 "empty_call_ms": self.empty_call_ms, "settle_floor_ms": self.settle_floor_ms}
 
     def synchronize(self) -> None:
@@ -186,9 +201,9 @@ class Device:
         have raised the limit: a carve-out it keeps across calls would hold its data through
         the flush), write the flush buffer, then (GPU) read another one."""
         if self._zero_persisting_limit is not None:
-            self._zero_persisting_limit()
+            self._runtime_call("cudaDeviceSetLimit", self._zero_persisting_limit)
         if self._reset_persisting_l2 is not None:
-            self._reset_persisting_l2()
+            self._runtime_call("cudaCtxResetPersistingL2Cache", self._reset_persisting_l2)
         self.flushes += 1
         self.flush_buffer.fill_(self.flushes & 0xFF)
         if self.flush_read is not None:

@@ -35,6 +35,10 @@ THROTTLE_REASONS = {
     0x10: "sync_boost", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
     0x100: "display_clocks",
 }
+# the reasons that slow a busy card (power and heat); "idle" lowers the clock of a card with
+# nothing to run, which a read right after a light batch of tiny kernels may catch
+SLOWING_REASONS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+IDLE_REASON = 0x1
 
 
 class ProcessInfo(ctypes.Structure):  # nvmlProcessInfo_t, as _v3 fills it
@@ -96,12 +100,18 @@ class Nvml:
     def sm_clock(self, handle) -> int | None:
         return self._uint("nvmlDeviceGetClockInfo", handle, CLOCK_SM)
 
-    def state(self, handle) -> dict:
+    def clock_reasons(self, handle) -> int | None:
+        """Why the clocks are below their most now (THROTTLE_REASONS' bits), None if unread."""
         reasons = ctypes.c_ulonglong()
         fn = getattr(self.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
-        throttled = None
-        if fn is not None and fn(handle, ctypes.byref(reasons)) == NVML_SUCCESS:
-            throttled = [name for bit, name in THROTTLE_REASONS.items() if reasons.value & bit]
+        if fn is None or fn(handle, ctypes.byref(reasons)) != NVML_SUCCESS:
+            return None
+        return reasons.value
+
+    def state(self, handle) -> dict:
+        reasons = self.clock_reasons(handle)
+        throttled = None if reasons is None else [
+            name for bit, name in THROTTLE_REASONS.items() if reasons & bit]
         power_mw = self._uint("nvmlDeviceGetPowerUsage", handle)
         return {
             "sm_clock_mhz": self._uint("nvmlDeviceGetClockInfo", handle, CLOCK_SM),
@@ -153,19 +163,26 @@ def unusable_compute_mode(device: DeviceInfo) -> str | None:
 
 
 def throttle_meter(device: DeviceInfo) -> Callable[[], bool] | None:
-    """A check to make right after a timed call: whether the SM clock was under
-    THROTTLE_FRACTION of its default (a hot or power-capped card; the sample is not the
-    kernel's). None where NVML cannot read the clocks."""
+    """A check to make right after a timed call: whether the card was throttled (`throttled`).
+    None where NVML cannot read the clocks."""
     nvml, handle = _handle(device)
     default = nvml.default_sm_clock(handle) if nvml else None
     if not default:
         return None
+    return lambda: throttled(nvml.sm_clock(handle), default, nvml.clock_reasons(handle))
 
-    def throttled() -> bool:
-        clock = nvml.sm_clock(handle)
-        return clock is not None and clock < THROTTLE_FRACTION * default
 
-    return throttled
+def throttled(clock: int | None, default: int, reasons: int | None) -> bool:
+    """Whether an SM clock read means a throttled card: under THROTTLE_FRACTION of its
+    `default` (a hot or power-capped card: the sample is not the kernel's), unless NVML's
+    reasons say the card was only idle (no power or heat reason beside it): a read right after
+    a batch of tiny kernels may find it idling, and discarding that round would discard every
+    round of a light point. Reasons unread: the clock alone decides."""
+    if clock is None or clock >= THROTTLE_FRACTION * default:
+        return False
+    if reasons is None:
+        return True
+    return bool(reasons & SLOWING_REASONS) or not reasons & IDLE_REASON
 
 
 def foreign_gpu_processes(device: DeviceInfo, own: set[int]) -> list[int] | None:

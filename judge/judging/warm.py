@@ -131,6 +131,10 @@ class Slot:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+# /dev/shm is the work root only with this much free (a container's default 64 MB is not)
+SHM_ROOM_BYTES = 2 * 2**30
+
+
 def work_root() -> str | None:
     """Where jobs keep their files: KJUDGE_WORK_DIR, else /dev/shm when it has room (no disk
     write-back under the timed calls), else the system's temporary directory (None)."""
@@ -140,7 +144,7 @@ def work_root() -> str | None:
         return chosen
     try:
         stats = os.statvfs("/dev/shm")
-        if os.access("/dev/shm", os.W_OK) and stats.f_bavail * stats.f_frsize > 2 * 2**30:
+        if os.access("/dev/shm", os.W_OK) and stats.f_bavail * stats.f_frsize > SHM_ROOM_BYTES:
             return "/dev/shm"
     except OSError:
         pass
