@@ -1,27 +1,37 @@
-"""The device self-test: what a lent GPU machine must show, most valuable rows first.
+"""The device self-test: what a GPU machine must show, most valuable rows first.
 
-    python bench/gpu_selftest.py [--device cuda] [--out DIR] [--budget-s 330] [--stages a b]
+    python bench/gpu_selftest.py [--device cuda] [--out DIR] [--setup-s S] [--resume FILE]
+                                 [--stage-scale X] [--stages a b]
 
 Stages, in this order, each in a child process with a budget of its own (a stage that hangs is
-killed at its budget, its processes with it, and the next one runs):
+killed at its budget, its processes with it, and the next one runs); their budgets and a set-up
+reserve fit ALLOWANCE_S, which `deploy/gpu-selftest.sh` keeps to:
 
   device     the device, its clocks and state, the versions, the sandbox and the limits applied
-  languages  one AC judging per language of vector_add (CUDA, Triton, TileLang; on the CPU: C++)
-  spread     one source judged five times: the spread of its speedup
   clock      a kernel of known duration (1, 5, 20 ms) against the measured time (GPU)
   floor      the empty call's floor, and the judge's clock honest against honest: the baseline
              judged as the submission (the allowance the timing must leave, measured here)
-  l2         the L2 flush's effect: a read of data that fits in L2, timed cold and warm (GPU)
+  languages  one AC judging per language of vector_add (CUDA, Triton, TileLang; on the CPU: C++)
+  gputests   the device tests, hostile ones first (`pytest -m gpu tests/gpu`: fused batches,
+             work escaping the synchronize, errors, memory; without a GPU only collected), a
+             row per test as it ends and their figures in DIR/gpu-timing.json
   selftests  every bundled problem's self-tests on the device, against their expected verdicts
-  gputests   the device tests (`pytest -m gpu tests/gpu`: hostile kernels, errors, memory;
-             without a GPU only collected)
+  spread     one source judged five times: the spread of its speedup
+  l2         the L2 flush's effect: a read of data that fits in L2, timed cold and warm (GPU)
+  profile    a judging under Nsight Compute (skipped where there is none)
 
 Every row is written to DIR/selftest.md (a markdown table) and DIR/figures.jsonl as it finishes,
-so a run that is cut still leaves its table. The sandbox is the strongest that works here
-(judge/host/sandbox.py `sandbox_for_self_tests`: only the judge's own and the problems' bundled
-code runs); the device row says which it is and what it applies. Exit 0 when every row is fine,
-1 when one failed, 3 when the device is not there (the rehearsal on a machine without a GPU ends
-there). `deploy/gpu-selftest.sh` runs it on a GPU machine.
+so a run that is cut still leaves its table; each stage ends with a `done` row. A stage left for
+lack of time is named in the last row, and `--resume DIR/figures.jsonl` (that file, carried to
+the next command) runs only the stages and device tests not done in it. `--stage-scale`
+multiplies every budget and the allowance alike (a slower machine). Each stage times a
+judging's points for at most its `point_cap_s` (KJUDGE_MAX_POINT_S). Optional parts that are
+missing (TileLang, Nsight Compute, NVML) are `skip` rows. The sandbox is the strongest that works
+here (judge/host/sandbox.py `sandbox_for_self_tests`: only the judge's own and the problems'
+bundled code runs); the device row says which it is and what it applies. Exit 0 when every row
+that ran is fine, 1 when one failed or a stage was cut, 2 when the budgets do not fit the
+allowance, 3 when the device is not there (a machine without a GPU ends there).
+`deploy/gpu-selftest.sh` runs it on a GPU machine.
 """
 
 from __future__ import annotations
@@ -39,13 +49,25 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-NO_DEVICE = 3
+NO_DEVICE, BAD_BUDGET = 3, 2
 SPREAD_JUDGINGS = 5
+# one command of the self-test, set-up included: a first run and a resumed one fit a 15-minute
+# loan of a machine with room to spare, and a 10-minute limit on one command
+ALLOWANCE_S = 480
+SETUP_RESERVE_S = 40  # the venv's unpacking and the import check, before the stages
+DONE = "done"  # the `what` of the row that ends a stage (what --resume reads)
+
+
+class Status(Enum):
+    OK = "ok"
+    FAIL = "**FAIL**"
+    SKIP = "skip"  # an optional part missing, or a row not run (said why)
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,7 @@ class Stage:
     budget_s: float
     run: Callable[[Context], None]
     gpu_only: bool = False
+    point_cap_s: float = 1.0  # each judging's points timed for at most this (KJUDGE_MAX_POINT_S)
 
 
 class Context:
@@ -68,11 +91,17 @@ class Context:
         self.sandbox = _sandbox(self.device, sandbox_name)
         self.out, self.stage = out, stage
         self.failed = False
+        self.passed_tests: list[str] = []  # device tests an earlier run passed (--resume)
 
     def row(self, what: str, ok: bool, result: str, figures: dict | None = None,
             seconds: float | None = None) -> None:
         self.failed |= not ok
-        write_row(self.out, self.stage, what, ok, result, figures or {}, seconds)
+        write_row(self.out, self.stage, what, Status.OK if ok else Status.FAIL, result,
+                  figures or {}, seconds)
+
+    def skip(self, what: str, why: str) -> None:
+        """A row for an optional part this machine lacks: neither passed nor failed."""
+        write_row(self.out, self.stage, what, Status.SKIP, why, {}, None)
 
     def judge(self, problem, path: Path, tests: list[str] | None = None, timing: bool = True,
               source: str | None = None, language: str | None = None):
@@ -92,16 +121,17 @@ def _sandbox(device, name: str):
     return TrustedSandbox() if name == "trusted" else sandbox_for(device, name)
 
 
-def write_row(out: Path, stage: str, what: str, ok: bool, result: str, figures: dict,
+def write_row(out: Path, stage: str, what: str, status: Status, result: str, figures: dict,
               seconds: float | None) -> None:
     shown = ", ".join(f"{k} {_short(v)}" for k, v in figures.items() if v is not None)
-    line = (f"| {stage} | {what} | {'ok' if ok else '**FAIL**'} {result} | {shown} | "
+    line = (f"| {stage} | {what} | {status.value} {result} | {shown} | "
             f"{'' if seconds is None else f'{seconds:.1f}'} |")
     with open(out / "selftest.md", "a") as f:
         f.write(line.replace("\n", " ") + "\n")
     with open(out / "figures.jsonl", "a") as f:
-        f.write(json.dumps({"stage": stage, "what": what, "ok": ok, "result": result,
-                            "figures": figures, "seconds": seconds}, default=str) + "\n")
+        f.write(json.dumps({"stage": stage, "what": what, "ok": status is not Status.FAIL,
+                            "status": status.name, "result": result, "figures": figures,
+                            "seconds": seconds}, default=str) + "\n")
     print(line, flush=True)
 
 
@@ -160,12 +190,16 @@ def stage_device(ctx: Context) -> None:
              "queue": queue_device(device)})
     if device.kind == "cuda":
         state = gpu_state(device)
-        ctx.row("gpu state", state is not None, "NVML" if state else "NVML not readable",
-                {**(state or {}), "compute_mode": gpu_compute_mode(device)})
+        if state is None:  # the judge then times without the throttle check: said, not failed
+            ctx.skip("gpu state", "NVML not readable (no clocks, throttling or memory watch)")
+        else:
+            ctx.row("gpu state", True, "NVML", {**state, "compute_mode": gpu_compute_mode(device)})
     versions = {"python": sys.version.split()[0], "torch": torch.__version__,
                 "torch_cuda": torch.version.cuda}
     for name in ("triton", "tilelang"):
-        versions[name] = get_language(name).toolchain_version()
+        why = _import_error(name)
+        versions[name] = get_language(name).toolchain_version() if why is None else \
+            f"does not load: {why[:200]}"
     versions["nvcc"] = get_language("cuda").toolchain_version()
     ctx.row("versions", True, "", versions)
     ctx.row("sandbox", True, ctx.sandbox.name, isolation(ctx.sandbox))
@@ -186,12 +220,29 @@ def _language_sources(device_kind: str) -> list[tuple[str, Path]]:
     return [(name, found[name]) for name in wanted if name in found]
 
 
+def _import_error(module: str) -> str | None:
+    """Why `module` does not import as the harness starts Python (-E -s), or None."""
+    try:
+        done = subprocess.run([sys.executable, "-E", "-s", "-c", f"import {module}"],
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "its import took over 120 s"
+    lines = done.stderr.strip().splitlines()
+    return None if done.returncode == 0 else (lines[-1] if lines else f"exit {done.returncode}")
+
+
 def stage_languages(ctx: Context) -> None:
+    from judge.languages import get_language
     from judge.verdicts import Verdict
 
     problem = _problem("vector_add")
     points = [t.name for t in problem.tests_for(ctx.device.kind) if t.timed][:2]
     for language, path in _language_sources(ctx.device.kind):
+        packages = getattr(get_language(language), "packages", ())
+        why = _import_error(packages[0]) if packages else None
+        if why is not None:  # an optional language: the others are still judged
+            ctx.skip(f"vector_add {language}", f"{packages[0]} does not load: {why[:300]}")
+            continue
         started = time.monotonic()
         result = ctx.judge(problem, path, tests=points, language=language)
         ctx.row(f"vector_add {language} ({path.name})", result.verdict is Verdict.AC,
@@ -330,20 +381,28 @@ def stage_selftests(ctx: Context) -> None:
                 time.monotonic() - started)
 
 
+GPU_TESTS = ("tests/gpu/test_gpu_hostile.py", "tests/gpu/test_gpu.py")  # hostile ones first
+
+
 def stage_gputests(ctx: Context) -> None:
-    """The device tests; without a GPU (the rehearsal) only collected, so that a test module
-    that cannot import in the machine's environment shows before a GPU is spent on it."""
+    """The device tests, a row per test as it ends (bench/selftest_rows.py) and their figures in
+    DIR/gpu-timing.json; those a resumed run's earlier one passed are deselected. Without a GPU
+    (the rehearsal) only collected, so that a test module that cannot import in the machine's
+    environment shows before a GPU is spent on it."""
     log = ctx.out / "pytest-gpu.log"
     started = time.monotonic()
-    collect = ["--collect-only"] if ctx.device.kind == "cpu" else ["-rs", "--durations=0"]
+    collect = ["--collect-only"] if ctx.device.kind == "cpu" else ["-rs"]
+    passed = [f"--deselect={nodeid}" for nodeid in ctx.passed_tests]
+    env = {**os.environ, "KJUDGE_SELFTEST_OUT": str(ctx.out)}
     with open(log, "w") as f:
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-m", "gpu", "tests/gpu", *collect],
-                              cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+                               "-p", "bench.selftest_rows", "-m", "gpu", *GPU_TESTS, *collect,
+                               *passed], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
     tail = log.read_text().strip().splitlines()[-1:] or [""]
     ctx.row("pytest -m gpu tests/gpu" + (" (collected: needs a GPU to run)" if collect[0]
                                          == "--collect-only" else ""),
-            done.returncode == 0, tail[0], seconds=time.monotonic() - started)
+            done.returncode in (0, 5) and bool(passed or done.returncode == 0), tail[0],
+            {"earlier_passed": len(passed) or None}, seconds=time.monotonic() - started)
 
 
 def stage_profile(ctx: Context) -> None:
@@ -361,7 +420,7 @@ def stage_profile(ctx: Context) -> None:
     if ncu is None and ctx.device.kind == "cpu":
         ncu = str(ROOT / "tests" / "standins" / "ncu")
     if ncu is None:
-        ctx.row("ncu", False, "Nsight Compute not found (KJUDGE_NCU, PATH, /usr/local/cuda/bin)")
+        ctx.skip("ncu", "Nsight Compute not found (KJUDGE_NCU, PATH, /usr/local/cuda/bin)")
         return
     problem = _problem("vector_add")
     language, path = _language_sources(ctx.device.kind)[0]
@@ -383,22 +442,51 @@ def stage_profile(ctx: Context) -> None:
 
 
 STAGES = (
-    Stage("device", 40, stage_device),
-    Stage("languages", 90, stage_languages),
-    Stage("spread", 60, stage_spread),
-    Stage("clock", 30, stage_clock, gpu_only=True),
-    Stage("floor", 45, stage_floor),
-    Stage("l2", 20, stage_l2, gpu_only=True),
-    Stage("selftests", 90, stage_selftests),
-    Stage("gputests", 90, stage_gputests),
-    Stage("profile", 15, stage_profile),  # last: a cut here costs no other stage its row
+    Stage("device", 20, stage_device),
+    Stage("clock", 25, stage_clock, gpu_only=True),
+    Stage("floor", 45, stage_floor, point_cap_s=2.0),
+    Stage("languages", 70, stage_languages),
+    Stage("gputests", 150, stage_gputests),
+    Stage("selftests", 60, stage_selftests),
+    Stage("spread", 35, stage_spread),
+    Stage("l2", 10, stage_l2, gpu_only=True),
+    Stage("profile", 25, stage_profile),  # last: a cut here costs no other stage its row
 )
 
 
+def budget_excess_s(stages=STAGES, allowance_s: float = ALLOWANCE_S) -> float:
+    """How far the stages' budgets and the set-up reserve exceed the allowance (<= 0: they
+    fit)."""
+    return sum(stage.budget_s for stage in stages) + SETUP_RESERVE_S - allowance_s
+
+
 # -- the run ---------------------------------------------------------------------------------
-def run_stage(name: str, device: str, sandbox: str, out: Path) -> int:
+def earlier_rows(figures: Path | None) -> list[dict]:
+    """The rows of an earlier run's figures.jsonl (none without one)."""
+    if figures is None or not figures.is_file():
+        return []
+    rows = []
+    for line in figures.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            rows.append(json.loads(line))
+    return rows
+
+
+def stages_done(rows: list[dict]) -> set[str]:
+    """The stages an earlier run finished with every row fine (its `done` row ok)."""
+    return {row["stage"] for row in rows if row.get("what") == DONE and row.get("ok")}
+
+
+def tests_passed(rows: list[dict]) -> list[str]:
+    """The device tests an earlier run passed (their node ids, bench/selftest_rows.py)."""
+    return [row["what"] for row in rows if row.get("stage") == "gputests"
+            and row.get("status") == Status.OK.name and "::" in row.get("what", "")]
+
+
+def run_stage(name: str, device: str, sandbox: str, out: Path, resume: Path | None) -> int:
     stage = next(s for s in STAGES if s.name == name)
     ctx = Context(device, sandbox, out, name)
+    ctx.passed_tests = tests_passed(earlier_rows(resume))
     try:
         stage.run(ctx)
     except Exception as exc:  # a row that says what broke, and the next stage still runs
@@ -426,46 +514,48 @@ def orchestrate(args: argparse.Namespace) -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    allowance = ALLOWANCE_S * args.stage_scale - args.setup_s
+    scaled = [dataclasses.replace(s, budget_s=s.budget_s * args.stage_scale) for s in STAGES]
     header = (f"Device self-test, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-              f"device {args.device}, budget {args.budget_s:.0f} s\n\n"
+              f"device {args.device}, {allowance:.0f} s of {ALLOWANCE_S * args.stage_scale:.0f} s after "
+              f"{args.setup_s:.0f} s of set-up\n\n"
               "| stage | what | result | figures | s |\n|---|---|---|---|---:|\n")
     (out / "selftest.md").write_text(header)
     (out / "figures.jsonl").write_text("")
     print(header, end="", flush=True)
+    excess = budget_excess_s(STAGES)  # scaling scales the allowance alike
+    if excess > 0:
+        write_row(out, "budget", "-", Status.FAIL, f"the stages' budgets and the set-up reserve "
+                  f"exceed the allowance of {ALLOWANCE_S} s by {excess:.0f} s", {}, None)
+        return BAD_BUDGET
     try:
         device = detect(args.device)
     except DeviceUnavailable as exc:
-        write_row(out, "device", args.device, False, f"not here: {exc}", {}, None)
+        write_row(out, "device", args.device, Status.FAIL, f"not here: {exc}", {}, None)
         return NO_DEVICE
     (out / "device.json").write_text(json.dumps(dataclasses.asdict(device)))
-    status = 0
-    for stage in STAGES:
+    done_before = stages_done(earlier_rows(args.resume))
+    status, left = 0, []
+    for stage in scaled:
         if args.stages and stage.name not in args.stages:
             continue
+        if stage.name in done_before:
+            write_row(out, stage.name, DONE, Status.OK, "in the earlier run", {}, None)
+            continue
         if stage.gpu_only and device.kind == "cpu":
-            write_row(out, stage.name, "-", True, "not run: needs a GPU", {}, None)
+            write_row(out, stage.name, "-", Status.SKIP, "not run: needs a GPU", {}, None)
             continue
-        left = args.budget_s - (time.monotonic() - started)
-        budget = min(stage.budget_s * args.stage_scale, left)
-        if budget < 5:
-            write_row(out, stage.name, "-", False, "not run: the budget is spent", {}, None)
-            status = 1
+        left_s = allowance - (time.monotonic() - started)
+        if left_s < min(stage.budget_s, 30):  # a stage with less than its budget still tries
+            left.append(stage.name)
+            write_row(out, stage.name, "-", Status.SKIP, "not run: no time left", {}, None)
             continue
-        proc = subprocess.Popen([sys.executable, __file__, "--stage", stage.name,
-                                 "--device", args.device, "--sandbox", args.sandbox,
-                                 "--out", str(out)], cwd=ROOT, start_new_session=True)
-        try:
-            code = proc.wait(budget)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc.pid)
-            proc.wait()
-            write_row(out, stage.name, "-", False, f"cut at its budget of {budget:.0f} s",
-                      {}, budget)
-            status = 1
-            continue
-        if code:
-            status = 1
-    write_row(out, "total", "-", status == 0, "", {}, time.monotonic() - started)
+        code = _run_stage_process(stage, args, min(stage.budget_s, left_s))
+        status = max(status, code)
+    resume = ("" if not left else f"; left for lack of time: {', '.join(left)} (resume: "
+              f"bash deploy/gpu-selftest.sh --resume <this run's figures.jsonl>)")
+    write_row(out, "total", "-", Status.FAIL if status else Status.OK, resume.lstrip("; "), {},
+              time.monotonic() - started)
     if args.write:
         from bench.benchmarks_md import report_section
 
@@ -476,21 +566,53 @@ def orchestrate(args: argparse.Namespace) -> int:
     return status
 
 
+def _run_stage_process(stage: Stage, args: argparse.Namespace, budget: float) -> int:
+    """One stage in a child process of its own, killed with all it started at `budget`; its
+    `done` row (or the cut) written here. 0 when every row of it was fine."""
+    started = time.monotonic()
+    env = {**os.environ, "KJUDGE_MAX_POINT_S": str(stage.point_cap_s)}
+    proc = subprocess.Popen([sys.executable, __file__, "--stage", stage.name,
+                             "--device", args.device, "--sandbox", args.sandbox,
+                             "--out", str(args.out),
+                             *(["--resume", str(args.resume)] if args.resume else [])],
+                            cwd=ROOT, start_new_session=True, env=env)
+    try:
+        code = proc.wait(budget)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc.pid)
+        proc.wait()
+        write_row(args.out, stage.name, "-", Status.FAIL, f"cut at its budget of {budget:.0f} s",
+                  {}, budget)
+        return 1
+    write_row(args.out, stage.name, DONE, Status.FAIL if code else Status.OK,
+              f"of a budget of {budget:.0f} s", {}, time.monotonic() - started)
+    return 1 if code else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--sandbox", default="best",
                         help="best (the strongest that works here), or a backend's name")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "gpu-selftest")
-    parser.add_argument("--budget-s", type=float, default=330.0)
+    parser.add_argument("--setup-s", type=float, default=0.0,
+                        help="seconds the set-up took before this (off the allowance)")
+    parser.add_argument("--resume", type=Path,
+                        help="an earlier run's figures.jsonl: run only what it did not finish")
     parser.add_argument("--stage-scale", type=float, default=1.0,
-                        help="multiply every stage's budget (a slower machine)")
+                        help="multiply every stage's budget and the allowance (a rehearsal on "
+                             "a slower machine)")
     parser.add_argument("--stages", nargs="*", help="only these stages")
     parser.add_argument("--write", action="store_true", help="put the table in BENCHMARKS.md")
+    parser.add_argument("--print-allowance", action="store_true",
+                        help="print ALLOWANCE_S (deploy/gpu-selftest.sh reads it) and exit")
     parser.add_argument("--stage", help=argparse.SUPPRESS)  # run one stage, in this process
     args = parser.parse_args(argv)
+    if args.print_allowance:
+        print(round(ALLOWANCE_S * args.stage_scale))
+        return 0
     if args.stage:
-        return run_stage(args.stage, args.device, args.sandbox, args.out)
+        return run_stage(args.stage, args.device, args.sandbox, args.out, args.resume)
     return orchestrate(args)
 
 

@@ -12,6 +12,7 @@ the missing GPU (exit 3, with the device row), and with DEVICE=cpu run every sta
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,11 +23,15 @@ from pathlib import Path
 
 import pytest
 
+from bench import gpu_selftest as selftest
 from tests.conftest import docker_test_image
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "rehearsal"  # beside .venv: the image's packages are hard links
 BUNDLE = WORK / ".whl" / "site-packages.tar.xz"
+# the rehearsal's CPU is slower at the judgings than a GPU machine: every stage's budget and the
+# allowance are scaled alike (their fit is the same at any scale)
+CPU_SCALE = 1.5
 
 # /work/.library/device/KINDS.md, "Python packages already there" (nvidia-h200, 2026-11-17)
 _LENT_IMAGE_LIST = """
@@ -124,7 +129,7 @@ def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_p
         script = (
             "set -u; cd /work/repo; "
             "OUT=/out/gpu bash deploy/gpu-selftest.sh; echo \"exit $?\" > /out/gpu.rc; "
-            "DEVICE=cpu OUT=/out/cpu bash deploy/gpu-selftest.sh --budget-s 280; "
+            f"DEVICE=cpu OUT=/out/cpu bash deploy/gpu-selftest.sh --stage-scale {CPU_SCALE}; "
             "echo \"exit $?\" > /out/cpu.rc")
         done = subprocess.run([
             "docker", "run", "--rm", "--network", "none",
@@ -136,7 +141,7 @@ def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_p
             "-e", "HOME=/root",  # the tests' cap on a point's timing (conftest): a rehearsal
             "-e", f"KJUDGE_MAX_POINT_S={os.environ.get('KJUDGE_MAX_POINT_S', '')}",
             image, "bash", "-c", script],
-            capture_output=True, text=True, timeout=900)
+            capture_output=True, text=True, timeout=300 + CPU_SCALE * selftest.ALLOWANCE_S)
         log = done.stdout[-4000:] + done.stderr[-2000:]
         assert (out / "gpu.rc").read_text().strip() == "exit 3", log  # as far as the GPU
         table = (out / "gpu" / "selftest.md").read_text()
@@ -150,7 +155,63 @@ def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_p
                     "| gputests | pytest -m gpu tests/gpu (collected: needs a GPU to run) | ok",
                     "| total | - | ok"):
             assert row in cpu, f"{row!r} missing:\n{cpu}"
+        for stage in selftest.STAGES:  # every stage ended within its budget, or needs a GPU
+            ended = f"| {stage.name} | {selftest.DONE} | ok" in cpu or (
+                stage.gpu_only and f"| {stage.name} | - | skip not run: needs a GPU" in cpu)
+            assert ended, f"no row ends stage {stage.name}:\n{cpu}"
         assert "limits {memory: False" in cpu  # read-only cgroups, said in the table
         assert (out / "cpu" / "selftest.log").stat().st_size > 0
     finally:
         shutil.rmtree(run, ignore_errors=True)
+
+
+def test_the_self_tests_stages_fit_its_allowance_and_the_script_reads_it():
+    """A first run on a GPU machine must not be cut by its own script: the stages' budgets and
+    the set-up reserve fit the allowance, which the script reads from the self-test (no second
+    copy of the figure to drift)."""
+    assert selftest.budget_excess_s() <= 0, selftest.budget_excess_s()
+    assert selftest.budget_excess_s(allowance_s=selftest.ALLOWANCE_S - 100) > 0
+    script = (ROOT / "deploy" / "gpu-selftest.sh").read_text()
+    assert "--print-allowance" in script and str(selftest.ALLOWANCE_S) not in script
+    names = [stage.name for stage in selftest.STAGES]
+    assert names[:4] == ["device", "clock", "floor", "languages"] and names[-1] == "profile"
+
+
+def _rows(out: Path) -> list[dict]:
+    return selftest.earlier_rows(out / "figures.jsonl")
+
+
+def test_a_resumed_self_test_runs_only_what_the_earlier_one_did_not_finish(tmp_path):
+    """The second command of a loan: stages the first finished are not run again (said in the
+    table), the device tests it passed are deselected, the others run."""
+    earlier = tmp_path / "earlier.jsonl"
+    rows = [("device", selftest.DONE, "OK"), ("floor", selftest.DONE, "FAIL"),
+            ("gputests", "tests/gpu/test_gpu.py::test_nvml_state_is_recorded", "OK"),
+            ("gputests", "tests/gpu/test_gpu.py::test_tilelang_compiles_for_the_device_arch",
+             "FAIL")]
+    earlier.write_text("".join(json.dumps({"stage": a, "what": b, "status": c, "ok": c == "OK"})
+                               + "\n" for a, b, c in rows))
+    got = selftest.earlier_rows(earlier)
+    assert selftest.stages_done(got) == {"device"}
+    assert selftest.tests_passed(got) == ["tests/gpu/test_gpu.py::test_nvml_state_is_recorded"]
+    out = tmp_path / "out"
+    code = selftest.main(["--device", "cpu", "--stages", "device", "--out", str(out),
+                          "--resume", str(earlier)])
+    assert code == 0
+    assert [(r["stage"], r["what"], r["result"]) for r in _rows(out)][0] == (
+        "device", selftest.DONE, "in the earlier run")
+
+
+def test_a_self_test_short_of_time_names_what_it_left_and_how_to_resume(tmp_path):
+    """Stages there is no time left for are not started; the run still exits 0 when what ran
+    passed, and its last row names what it left and the command that resumes it."""
+    out = tmp_path / "out"
+    code = selftest.main(["--device", "cpu", "--stages", "languages", "profile", "--out",
+                          str(out), "--setup-s", str(selftest.ALLOWANCE_S - 10)])
+    rows = _rows(out)
+    assert code == 0, rows
+    assert [(r["stage"], r["status"]) for r in rows[:2]] == [("languages", "SKIP"),
+                                                            ("profile", "SKIP")]
+    total = rows[-1]
+    assert total["stage"] == "total" and total["status"] == "OK"
+    assert "languages, profile" in total["result"] and "--resume" in total["result"]
