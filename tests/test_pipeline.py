@@ -36,8 +36,29 @@ def test_cpp_verdicts_under_each_backend(vector_add, cpu, sandbox, file, verdict
     assert result.applied["sandbox"] == sandbox.name
 
 
-def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, default_sandbox):
+def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, default_sandbox,
+                                                           monkeypatch):
+    import os
+
+    from judge.judging.contender import Contender
+    from judge.judging.warm import contender_cpus
+    from sandbox.base import parse_cpus
+
+    # every timed request is made from off the contenders' CPUs, its thaw included: a judge
+    # thread left there is preempted by the run it thaws and releases its next call late
+    # (Release.off_contender)
+    timed_from, request = [], Contender.request
+
+    def recorded(self, op, *args, **fields):
+        if op == "time":
+            timed_from.append(os.sched_getaffinity(0))
+        return request(self, op, *args, **fields)
+
+    monkeypatch.setattr(Contender, "request", recorded)
     result = judge(vector_add, "solutions/AC/loop.cpp", cpu, default_sandbox, JudgeOptions())
+    theirs = parse_cpus(contender_cpus(cpu))
+    if os.sched_getaffinity(0) - theirs:  # a host with a CPU of the judge's own
+        assert timed_from and not any(cpus & theirs for cpus in timed_from)
     assert result.verdict is Verdict.AC and result.score > 0 and result.speedup > 0
     for t in result.tests:
         assert t.verdict is Verdict.AC and t.matched_ratio == 1.0

@@ -103,6 +103,7 @@ class Device:
         self.is_cuda = self.torch_device.type == "cuda"
         self._reset_persisting_l2 = None
         self._zero_persisting_limit = None
+        self.runtime_failures: dict[str, int] = {}  # raw CUDA calls that failed (_runtime_call)
         self.flush_read = None
         if self.is_cuda:
             torch.cuda.set_device(self.torch_device)
@@ -126,8 +127,6 @@ class Device:
         self.flushes = 0
         self.calibrate()
 
-    runtime_failures: dict[str, int] = {}  # per instance once one fails (see _runtime_call)
-
     def _runtime_call(self, name: str, function, *args) -> bool:
         """A raw CUDA runtime call, its error cleared where it failed (cudaGetLastError: else it
         stays set and surfaces at torch's next launch, as the submission's error) and counted
@@ -137,8 +136,7 @@ class Device:
         clear = getattr(_cudart(), "cudaGetLastError", None)
         if clear is not None:
             clear()
-        self.runtime_failures = {**self.runtime_failures,
-                                 name: self.runtime_failures.get(name, 0) + 1}
+        self.runtime_failures[name] = self.runtime_failures.get(name, 0) + 1
         return False
 
     def calibrate(self) -> None:
