@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 NO_DEVICE, BAD_BUDGET = 3, 2
+CUT = 2  # a stage's outcome: killed at its budget (0 fine, 1 a row failed)
 SPREAD_JUDGINGS = 5
 # one command of the self-test, set-up included: a first run and a resumed one fit a 15-minute
 # loan of a machine with room to spare, and a 10-minute limit on one command
@@ -535,7 +536,7 @@ def orchestrate(args: argparse.Namespace) -> int:
         return NO_DEVICE
     (out / "device.json").write_text(json.dumps(dataclasses.asdict(device)))
     done_before = stages_done(earlier_rows(args.resume))
-    status, left = 0, []
+    status, left, cut = 0, [], []
     for stage in scaled:
         if args.stages and stage.name not in args.stages:
             continue
@@ -551,10 +552,14 @@ def orchestrate(args: argparse.Namespace) -> int:
             write_row(out, stage.name, "-", Status.SKIP, "not run: no time left", {}, None)
             continue
         code = _run_stage_process(stage, args, min(stage.budget_s, left_s))
-        status = max(status, code)
-    resume = ("" if not left else f"; left for lack of time: {', '.join(left)} (resume: "
-              f"bash deploy/gpu-selftest.sh --resume <this run's figures.jsonl>)")
-    write_row(out, "total", "-", Status.FAIL if status else Status.OK, resume.lstrip("; "), {},
+        status = max(status, min(code, 1))
+        if code == CUT:
+            cut.append(stage.name)
+    said = [f"{what}: {', '.join(names)}" for what, names in (
+        ("left for lack of time", left), ("cut at their budgets", cut)) if names]
+    resume = ("" if not said else "; ".join(said) + " (resume: bash deploy/gpu-selftest.sh "
+              "--resume <this run's figures.jsonl>)")
+    write_row(out, "total", "-", Status.FAIL if status else Status.OK, resume, {},
               time.monotonic() - started)
     if args.write:
         from bench.benchmarks_md import report_section
@@ -568,7 +573,8 @@ def orchestrate(args: argparse.Namespace) -> int:
 
 def _run_stage_process(stage: Stage, args: argparse.Namespace, budget: float) -> int:
     """One stage in a child process of its own, killed with all it started at `budget`; its
-    `done` row (or the cut) written here. 0 when every row of it was fine."""
+    `done` row (or the cut) written here. 0 when every row of it was fine, 1 when one failed,
+    CUT when it was cut."""
     started = time.monotonic()
     env = {**os.environ, "KJUDGE_MAX_POINT_S": str(stage.point_cap_s)}
     proc = subprocess.Popen([sys.executable, __file__, "--stage", stage.name,
@@ -583,7 +589,7 @@ def _run_stage_process(stage: Stage, args: argparse.Namespace, budget: float) ->
         proc.wait()
         write_row(args.out, stage.name, "-", Status.FAIL, f"cut at its budget of {budget:.0f} s",
                   {}, budget)
-        return 1
+        return CUT
     write_row(args.out, stage.name, DONE, Status.FAIL if code else Status.OK,
               f"of a budget of {budget:.0f} s", {}, time.monotonic() - started)
     return 1 if code else 0

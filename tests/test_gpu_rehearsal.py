@@ -215,3 +215,16 @@ def test_a_self_test_short_of_time_names_what_it_left_and_how_to_resume(tmp_path
     total = rows[-1]
     assert total["stage"] == "total" and total["status"] == "OK"
     assert "languages, profile" in total["result"] and "--resume" in total["result"]
+
+
+def test_a_stage_cut_at_its_budget_fails_the_run_and_is_named_for_the_resume(tmp_path):
+    """A stage that outruns its budget is killed, the run exits 1, and the last row names it
+    with the command that resumes (a resumed run runs it again: it has no `done` row)."""
+    out = tmp_path / "out"
+    code = selftest.main(["--device", "cpu", "--stages", "device", "--stage-scale", "0.05",
+                          "--out", str(out)])  # 1 s for the device stage: it is cut
+    rows = _rows(out)
+    assert code == 1, rows
+    assert any(r["stage"] == "device" and "cut at its budget" in r["result"] for r in rows)
+    assert "cut at their budgets: device" in rows[-1]["result"]
+    assert "--resume" in rows[-1]["result"] and "device" not in selftest.stages_done(rows)
