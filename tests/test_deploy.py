@@ -103,16 +103,17 @@ def test_the_deployment_scripts_parse(script):
 
 
 def test_the_gpu_selftest_script_runs_the_staged_self_test_in_the_order_asked():
-    """deploy/gpu-selftest.sh runs bench/gpu_selftest.py, whose stages come most valuable first
-    (issue 27's order) and end with the device tests; tests/test_gpu_rehearsal.py runs it."""
+    """deploy/gpu-selftest.sh runs bench/gpu_selftest.py, whose stages come in the order a first
+    run must show them (issue 43: the device and its clock, a judging per language, the device
+    tests, the problems' self-tests, the measurements, profile); the budgets' fit to the
+    allowance is tests/test_gpu_rehearsal.py's, which also runs the script."""
     from bench.gpu_selftest import STAGES
 
     script = ROOT / "deploy/gpu-selftest.sh"
     assert subprocess.run(["bash", "-n", script]).returncode == 0
     assert "bench/gpu_selftest.py" in script.read_text()
-    assert [s.name for s in STAGES] == ["device", "languages", "spread", "clock", "floor", "l2",
-                                        "selftests", "gputests", "profile"]
-    assert sum(s.budget_s for s in STAGES) <= 480  # cut to 330 s in all by the orchestrator
+    assert [s.name for s in STAGES] == ["device", "clock", "floor", "languages", "gputests",
+                                        "selftests", "spread", "l2", "profile"]
 
 
 @pytest.mark.parametrize("base_is_a_venv", [False, True], ids=["plain_base", "venv_base"])
