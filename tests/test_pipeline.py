@@ -337,15 +337,23 @@ def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, 
     a turn the last part is a sixteenth of the work). The score and that point are held to
     1.12; the light points are timed to what they weigh (ten rounds here, 0.9-1.3x from one
     judging to the next while their hidden CPU time was charged in each: not a bound to hold
-    one point to)."""
+    one point to). A host busy with other work spreads one judging's ratios too: the honest
+    COUNTED_ADD itself judged against its own copy read 0.73-1.41x at the large point with two
+    CPU hogs beside it. So a judging over the bound is judged once more and the test fails when
+    both are: the deferral's ~1.35x is over it in every judging, a busy host's in one of many."""
     folder = tmp_path / "vector_add"
     shutil.copytree(VA, folder)
     (folder / "baseline.py").write_text(COUNTED_ADD)
-    result = judge(load_problem(folder), MOVED_AFTER_RETURN, cpu, default_sandbox,
-                   JudgeOptions(), language="torch")
-    assert result.verdict is Verdict.AC and result.speedup < 1.12, result.speedup
-    largest = max(result.tests, key=lambda t: t.params["n"])
-    assert largest.speedup < 1.12, (largest.speedup, largest.speedup_rse)
+    seen = []
+    for _ in range(2):
+        result = judge(load_problem(folder), MOVED_AFTER_RETURN, cpu, default_sandbox,
+                       JudgeOptions(), language="torch")
+        assert result.verdict is Verdict.AC, result.verdict
+        largest = max(result.tests, key=lambda t: t.params["n"])
+        seen.append((result.speedup, largest.speedup, largest.speedup_rse))
+        if result.speedup < 1.12 and largest.speedup < 1.12:
+            return
+    pytest.fail(f"the deferral gained in two judgings (score, largest point, its rse): {seen}")
 
 
 def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,
