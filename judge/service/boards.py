@@ -18,12 +18,10 @@ from sqlalchemy.orm import Session
 from judge.service import sanctions
 from judge.service.contests import frozen_cuts
 from judge.service.counters import results_version
-from judge.service.counting import current_accepted, in_contest
+from judge.service.counting import SYSTEM_TEST, current_accepted, in_contest
 from judge.service.models import Contest, ProblemRow, Rejudge, Submission, User
 from judge.service.times import aware
 from judge.verdicts import RANKED
-
-SYSTEM_TEST = "system_test"  # a Rejudge's kind: after one, a board counts what it judged again
 
 
 def latest_system_test(s: Session, contest: Contest) -> Rejudge | None:
@@ -101,7 +99,8 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
 
     `live=False` is what all but organizers see: a frozen contest's board as it stood at its
     freeze (with the submissions pending since), and no board or count showing what frozen
-    contests' submissions did since their freeze."""
+    contests' submissions did since their freeze, nor what their system tests judged (it picks
+    what the live board counts, post-freeze submissions included: the final board's alone)."""
     problems = board_problems(s, contest)
     window = (contest.id, contest.starts_at, contest.ends_at, contest.teams,
               contest.hold_flagged) if contest else None
@@ -118,8 +117,10 @@ def results(s: Session, contest: Contest | None = None, live: bool = True) -> Re
     if cached is not None and cached.key == key:
         return cached
     accepted = current_accepted(s, contest, cuts=() if frozen else cuts,
-                                before=aware(contest.freeze_at) if frozen else None)
-    computed = _compute_results(key, contest, list(problems), accepted, _covered(tested))
+                                before=aware(contest.freeze_at) if frozen else None,
+                                untested=tuple(cid for cid, _ in cuts))
+    computed = _compute_results(key, contest, list(problems), accepted,
+                                None if frozen else _covered(tested))
     if frozen:
         computed.board["frozen_at"] = aware(contest.freeze_at).isoformat()
         pending = pending_since(s, contest)

@@ -1,22 +1,25 @@
 """Which judgings the boards count: a submission's current judging (the same rule as
 `submissions.current_judging`, in SQL) when it is AC, ranked, not held for review, not
 disqualified, and not left off by a sanction; within a contest, made in its time and before its
-author's own end; none of a frozen contest's since its freeze for all but organizers. One
-aggregate query over the judgings (judge/service/boards.py ranks what it returns).
+author's own end; none of a frozen contest's since its freeze for all but organizers, nor its
+system test's judgings (they belong to the final board). One aggregate query over the judgings
+(judge/service/boards.py ranks what it returns).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, case, func, not_, or_, select
+from sqlalchemy import and_, case, func, not_, or_, select, true
 from sqlalchemy.orm import Session
 
 from judge.service import sanctions, windows
-from judge.service.models import Contest, JudgingRow, ProblemRow, Submission, User
+from judge.service.models import Contest, JudgingRow, ProblemRow, Rejudge, Submission, User
 from judge.service.queueing import DONE
 from judge.service.reviews import DISQUALIFIED, held_for_review
 from judge.verdicts import RANKED
+
+SYSTEM_TEST = "system_test"  # a Rejudge's kind: after one, a board counts what it judged again
 
 
 def in_contest(query, contest: Contest, before: datetime | None = None):
@@ -48,19 +51,22 @@ def counts_on_boards():
 
 def current_accepted(s: Session, contest: Contest | None = None, before: datetime | None = None,
                      cuts: tuple[tuple[int, datetime], ...] = (),
-                     rejudge: tuple[int, bool] | None = None):
+                     rejudge: tuple[int, bool] | None = None, untested: tuple[int, ...] = ()):
     """(user id, user name, team, problem slug, score, submitted at, submission id) of every
     submission whose current judging (see `current_judging`, the same rule in SQL) is AC and
     counts on boards (`counts_on_boards`), oldest first: what the leaderboard and the problem
     list count; only those made before `before`, and none of a frozen contest's since its
     freeze (`cuts`); `rejudge` (id, counted): as if that rejudge's judgings counted, or as if it
-    had never run (a rejudge's diff). One aggregate query over the judgings, instead of loading
-    every submission with its history (~10 ms at 10,000 submissions on PostgreSQL)."""
+    had never run (a rejudge's diff); `untested`: contests whose system tests' judgings are left
+    out (frozen ones: what a system test judged again shows on the final board only). One
+    aggregate query over the judgings, instead of loading every submission with its history
+    (~10 ms at 10,000 submissions on PostgreSQL)."""
     done = JudgingRow.state == DONE
     latest = (select(JudgingRow.submission_id,
                      func.max(case((JudgingRow.verdict != "SE", JudgingRow.id))).label("real"),
                      func.max(JudgingRow.id).label("any"))
-              .where(done, _valid(rejudge)).group_by(JudgingRow.submission_id).subquery())
+              .where(done, _valid(rejudge), _not_system_tested(untested))
+              .group_by(JudgingRow.submission_id).subquery())
     query = (select(User.id, User.name, User.team, ProblemRow.slug, JudgingRow.score,
                     Submission.created_at, Submission.id)
              .select_from(latest)
@@ -74,6 +80,15 @@ def current_accepted(s: Session, contest: Contest | None = None, before: datetim
     if contest is not None:
         query = in_contest(query, contest, before)
     return s.execute(_cut(query, cuts)).all()
+
+
+def _not_system_tested(contest_ids: tuple[int, ...]):
+    """Judgings of no system test of these contests."""
+    if not contest_ids:
+        return true()
+    tests = select(Rejudge.id).where(Rejudge.kind == SYSTEM_TEST,
+                                     Rejudge.contest_id.in_(contest_ids))
+    return or_(JudgingRow.rejudge_id.is_(None), JudgingRow.rejudge_id.not_in(tests))
 
 
 def _valid(rejudge: tuple[int, bool] | None):

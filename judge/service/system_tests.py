@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.service import audit, windows
-from judge.service.boards import SYSTEM_TEST, key_of, latest_system_test, results, row_key
+from judge.service.boards import key_of, latest_system_test, results, row_key
 from judge.service.counters import results_changed
-from judge.service.counting import current_accepted
+from judge.service.counting import SYSTEM_TEST, current_accepted
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, JudgingRow, Rejudge, User, utcnow
 from judge.service.queueing import SYSTEM_TEST_QUEUE, Enqueue, queue_of

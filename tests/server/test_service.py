@@ -394,6 +394,52 @@ def test_a_system_test_judges_each_rows_counted_submissions_again_and_the_board_
     assert {r["name"]: r["total"] for r in boards.results(s).board["rows"]}["alice"] == 80
 
 
+def test_a_system_test_leaves_the_frozen_board_as_it_stood_until_the_thaw(s, config, world):
+    """Issue 44's case: alice 9.13 before the freeze and 76.9 after it, bob only after it,
+    carol 30 before it. The system test judges again what the live board counts (alice's
+    76.9, bob's, carol's 30); until the thaw a visitor's board is the frozen one whatever it
+    judged (alice 9.13, carol 30, bob pending; nobody's row dropped, no rejudged score shown:
+    nothing about who improved after the freeze), and after the thaw the final board counts
+    the system test's judgings."""
+    carol, _ = accounts.create_user(s, "carol")
+    s.add(Contest(slug="cup", title="Cup", problems=["vector_add"],
+                  starts_at=utcnow() - timedelta(hours=1)))
+    s.commit()
+    contest = contests.get_contest(s, "cup")
+
+    def ac(user, score):
+        _, work = submit(s, config, user, contest_slug="cup")
+        finish_with(s, work.judging_id, "AC", score)
+
+    ac(world["alice"], 9.13)
+    ac(carol, 30.0)
+    contest.freeze_at = utcnow()
+    s.commit()
+    ac(world["alice"], 76.9)
+    ac(world["bob"], 50.0)
+    contest.ends_at = utcnow()
+    s.commit()
+
+    def visitors_board():
+        return {r["name"]: (r["total"], r["rank"], r["pending"])
+                for r in boards.results(s, contest, live=False).board["rows"]}
+
+    frozen = visitors_board()
+    assert frozen == {"carol": (30.0, 1, {}), "alice": (9.13, 2, {"vector_add": 1}),
+                      "bob": (0.0, None, {"vector_add": 1})}
+    _, work = system_tests.system_test(s, config, contest, world["admin"])
+    s.commit()
+    assert visitors_board() == frozen  # started
+    for w, score in zip(work, (70.0, 45.0, 25.0)):  # alice 76.9, bob 50, carol 30: again
+        finish_with(s, w.judging_id, "AC", score)
+    assert visitors_board() == frozen  # ended, still frozen
+    contests.unfreeze(contest)
+    s.commit()
+    final = {r["name"]: (r["total"], r["rank"])
+             for r in boards.results(s, contest, live=False).board["rows"]}
+    assert final == {"alice": (70.0, 1), "bob": (45.0, 2), "carol": (25.0, 3)}
+
+
 def test_the_janitor_starts_a_system_test_once_when_a_contest_ends(s, config, world):
     contest, _ = _contest_with_results(s, config, world)
     assert system_tests.start_due_system_tests(s, config) == []  # no end set: never due
