@@ -63,3 +63,55 @@ def test_a_contests_quotas_cap_each_mode_per_hour_and_in_all(s, config, world):
     s.rollback()
     assert submissions.quota_left(s, alice, contest, problem)["ranked"] == {"this_hour": 1,
                                                                       "in_contest": 0}
+
+
+PARALLEL = 50
+
+
+def submit_in_parallel(config, user_name: str, contest_slug: str | None) -> tuple[int, list]:
+    """PARALLEL submissions of one user at once, each in its own session and thread (as the
+    API's worker threads take them): how many were stored, and the refusals."""
+    import threading
+
+    from judge.service import db
+    from judge.service.errors import ServiceError
+    from judge.service.models import User
+
+    start, refusals, stored = threading.Barrier(PARALLEL), [], []
+
+    def one() -> None:
+        start.wait(timeout=60)  # before any connection: a pool smaller than PARALLEL waits
+        try:
+            with db.session(config.database_url) as mine:
+                user = mine.query(User).filter_by(name=user_name).one()
+                submissions.submit(mine, config, user, "vector_add", "cpp",
+                                   'extern "C" void run_kernel() {}', contest_slug=contest_slug)
+            stored.append(1)
+        except ServiceError as exc:
+            refusals.append(exc.status)
+
+    threads = [threading.Thread(target=one) for _ in range(PARALLEL)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(stored), refusals
+
+
+def test_quotas_and_the_rate_limit_are_exact_under_parallel_submissions(s, config, world):
+    """Issue 44: a quota of one ranked submission took 2 of 20 parallel requests, a limit of 10
+    a minute 13 (counting before the insert, nothing between). The count and the insert are
+    one user's at a time (a lock on the user's row): exactly the cap, on SQLite and
+    PostgreSQL, the rest refused with 429."""
+    from dataclasses import replace
+
+    s.add(Contest(slug="cup", title="Cup", problems=["vector_add"],
+                  quotas={"ranked": {"per_contest": 1}}))
+    s.commit()
+    stored, refusals = submit_in_parallel(config, "alice", "cup")
+    assert (stored, set(refusals)) == (1, {429}), (stored, refusals)
+    limited = replace(config, submissions_per_minute=10)
+    stored, refusals = submit_in_parallel(limited, "bob", None)
+    assert (stored, set(refusals)) == (10, {429}), (stored, refusals)
+    s.expire_all()
+    assert s.query(Submission).filter_by(user_id=world["bob"].id).count() == 10
