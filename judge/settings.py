@@ -78,9 +78,10 @@ class Settings:
                                  "asks for (empty: open to whoever reaches the API)", "service")
     session_hours: int = setting("KJUDGE_SESSION_HOURS", 12, "a browser's sign-in lasts this "
                                  "long", "service")
-    login_attempts: int = setting("KJUDGE_LOGIN_ATTEMPTS", 5, "failed sign-ins per name in the "
-                                  "window before it is refused for a while (4 times as many "
-                                  "per address)", "service")
+    login_attempts: int = setting("KJUDGE_LOGIN_ATTEMPTS", 5, "failed sign-ins for one name "
+                                  "from one address in the window before that address is "
+                                  "refused it for a while (4 times as many for any names)",
+                                  "service")
     login_window_s: int = setting("KJUDGE_LOGIN_WINDOW_S", 900, "the window failed sign-ins "
                                   "are counted in", "service")
     forwarded_allow_ips: str = setting("KJUDGE_FORWARDED_ALLOW_IPS", "127.0.0.1,::1", "proxies "

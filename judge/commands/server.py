@@ -348,13 +348,16 @@ def cmd_user_import(args: argparse.Namespace) -> int:
 def cmd_user_reset(args: argparse.Namespace) -> int:
     from judge.service import accounts, audit
 
-    def reset(s) -> str:
-        password = accounts.generate_password()
-        accounts.set_password(s, accounts.get_user(s, args.name), password)
-        audit.record(s, None, "user.password_reset", args.name)
-        return password
+    def reset(s) -> accounts.Reset:
+        done = accounts.reset_password(s, accounts.get_user(s, args.name))
+        audit.record(s, None, "user.password_reset", args.name,
+                     tokens_revoked=done.tokens_revoked)
+        return done
 
-    print(_accounts(reset))
+    done = _accounts(reset)
+    print(done.password)
+    print(f"{done.tokens_revoked} API token(s) of {args.name} revoked (`kjudge user add "
+          f"{args.name} --new-token` makes one)", file=sys.stderr)
     return EXIT_OK
 
 

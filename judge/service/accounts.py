@@ -20,7 +20,7 @@ from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from judge.service.errors import ServiceError
@@ -94,10 +94,28 @@ def create_user(s: Session, name: str, admin: bool = False, team: str | None = N
     return user, token
 
 
-def set_password(s: Session, user: User, password: str) -> None:
-    """A new password; every browser session of the user ends (API tokens stay)."""
+def set_password(s: Session, user: User, password: str) -> int:
+    """A new password; every browser session and every API token of the user ends (a token
+    minted from a stolen session must not outlive the password that let it in). How many
+    tokens were revoked."""
     user.password_hash = hash_password(password)
     end_sessions(s, user)
+    return s.execute(delete(ApiToken).where(ApiToken.user_id == user.id)).rowcount
+
+
+@dataclass(frozen=True)
+class Reset:
+    password: str
+    tokens_revoked: int
+
+
+def reset_password(s: Session, user: User) -> Reset:
+    """An organizer's reset: a generated password (`set_password`), and the name's failed
+    sign-ins forgotten, so that the remedy a 429 names works at once."""
+    password = generate_password()
+    revoked = set_password(s, user, password)
+    s.execute(delete(LoginFailure).where(LoginFailure.name == user.name))
+    return Reset(password, revoked)
 
 
 # -- API tokens -----------------------------------------------------------------------------------
@@ -173,19 +191,20 @@ def end_sessions(s: Session, user: User) -> None:
 # -- signing in -------------------------------------------------------------------------------------
 def sign_in(s: Session, config: Settings, name: str, password: str, address: str) -> User:
     """The user whose name and password these are, or a 401; a 429 (even for the right
-    password) once the name has failed `login_attempts` times in the window, or the address
-    four times that. A failure is recorded in its own transaction, so it counts whatever
-    the request does next."""
+    password) once this client (`address`) has failed `login_attempts` times for this name in
+    the window, or four times that for any names. Counted per client, not per name: failures
+    from elsewhere refuse nobody else, so no guesser can lock a user (an organizer included)
+    out; a distributed guesser gets `login_attempts` guesses per address and window, each an
+    argon2 check. A failure is recorded in its own transaction, so it counts whatever the
+    request does next."""
     since = utcnow() - timedelta(seconds=config.login_window_s)
     by_name, by_address = s.execute(select(
-        func.count(LoginFailure.id).filter(LoginFailure.name == name),
-        func.count(LoginFailure.id).filter(LoginFailure.address == address))
-        .where(LoginFailure.at >= since,
-               or_(LoginFailure.name == name, LoginFailure.address == address))).one()
+        func.count(LoginFailure.id).filter(LoginFailure.name == name), func.count(LoginFailure.id))
+        .where(LoginFailure.at >= since, LoginFailure.address == address)).one()
     if by_name >= config.login_attempts or by_address >= 4 * config.login_attempts:
         minutes = max(1, config.login_window_s // 60)
-        raise ServiceError(429, f"too many failed sign-ins; try again in {minutes} minutes "
-                                "or ask an organizer to reset the password")
+        raise ServiceError(429, f"too many failed sign-ins from here; try again in {minutes} "
+                                "minutes or ask an organizer to reset the password")
     user = s.scalar(select(User).where(User.name == name))
     if not password_matches(s, user, password):
         s.add(LoginFailure(name=name[:64], address=address[:64]))

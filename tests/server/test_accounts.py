@@ -66,8 +66,11 @@ def test_failed_sign_ins_are_limited_per_name_then_per_address(api):
     attempts = api.config.login_attempts
     for _ in range(attempts):
         assert sign_in(api, password="not it at all").status_code == 401
-    refused = sign_in(api)  # the right password, too late
+    refused = sign_in(api)  # the right password, too late, from this client
     assert refused.status_code == 429 and "reset" in refused.json()["error"]
+    # another client signs in as alice: one client's failures refuse that client only
+    elsewhere = TestClient(api.app, client=("10.0.0.7", 50000))
+    assert sign_in(elsewhere).status_code == 200
     # another name from the same address still signs in, until the address's own limit
     with db.session(api.config.database_url) as s:
         accounts.create_user(s, "carol", password=PASSWORD)
@@ -81,6 +84,46 @@ def test_failed_sign_ins_are_limited_per_name_then_per_address(api):
 
         s.execute(update(LoginFailure).values(at=utcnow() - timedelta(hours=1)))
     assert sign_in(api).status_code == 200
+
+
+def test_nobody_locks_an_organizer_out_and_a_reset_clears_the_failures(api):
+    """Issue 44: five wrong passwords for `root` by name, from anywhere, refused root itself;
+    an organizer's reset, the remedy the 429 names, did not clear the count."""
+    from judge.service.models import LoginFailure
+
+    with db.session(api.config.database_url) as s:
+        root = accounts.get_user(s, "root")
+        root.password_hash = accounts.hash_password(PASSWORD)
+    stranger = TestClient(api.app, client=("203.0.113.9", 50000))
+    for _ in range(api.config.login_attempts + 2):
+        assert sign_in(stranger, "root", "guessing still").status_code in (401, 429)
+    assert sign_in(stranger, "root").status_code == 429  # the guesser is refused
+    assert sign_in(api, "root").status_code == 200  # the organizer is not
+    for _ in range(api.config.login_attempts):
+        sign_in(api, "alice", "wrong again!")
+    assert sign_in(api, "alice").status_code == 429
+    reset = api.post("/api/users/alice/password", headers=bearer(api, "admin"))
+    assert reset.status_code == 200
+    with db.session(api.config.database_url) as s:
+        assert s.query(LoginFailure).filter_by(name="alice").count() == 0
+    assert sign_in(api, "alice", reset.json()["password"]).status_code == 200
+
+
+def test_a_password_change_or_reset_revokes_every_api_token(api):
+    """Issue 44: tokens outlived a password change and a reset, so a stolen session minted
+    a token that stayed. Both now revoke every token of the user (and say how many)."""
+    sign_in(api)
+    minted = api.post("/api/me/tokens", json={"name": "thief"}).json()["token"]
+    assert api.get("/api/me", headers={"Authorization": f"Bearer {minted}"}).status_code == 200
+    changed = api.post("/api/me/password", json={"current": PASSWORD, "new": "a new secret"})
+    assert changed.status_code == 200 and changed.json()["tokens_revoked"] == 2
+    for token in (minted, api.tokens["alice"]):
+        assert api.get("/api/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    bob = bearer(api, "bob")
+    assert api.get("/api/me", headers=bob).status_code == 200
+    reset = api.post("/api/users/bob/password", headers=bearer(api, "admin"))
+    assert reset.status_code == 200 and reset.json()["tokens_revoked"] == 1
+    assert api.get("/api/me", headers=bob).status_code == 401
 
 
 def test_a_password_change_or_reset_ends_every_session(api):
@@ -100,8 +143,8 @@ def test_a_password_change_or_reset_ends_every_session(api):
     assert api.get("/api/me").status_code == 401
     assert sign_in(api, password=reset.json()["password"]).status_code == 200
     assert api.post("/api/users/alice/password", headers=bearer(api, "bob")).status_code == 403
-    # API tokens outlive a reset (the CLI keeps working)
-    assert api.get("/api/me", headers=bearer(api, "alice")).status_code == 200
+    # and her API tokens with them (test_a_password_change_or_reset_revokes_every_api_token)
+    assert api.get("/api/me", headers=bearer(api, "alice")).status_code == 401
 
 
 def test_tokens_are_made_listed_and_revoked_by_their_owner(api):
@@ -324,6 +367,7 @@ def test_the_user_commands_import_reset_and_unfreeze(config, tmp_path):
     assert bad.returncode == 2 and "bad.csv: " in bad.stderr and "line 2" in bad.stderr
     reset = kjudge("user", "reset", "dave")
     assert reset.returncode == 0 and len(reset.stdout.strip()) == 14
+    assert "1 API token(s) of dave revoked" in reset.stderr
     with db.session(config.database_url) as s:
         user = s.scalar(select(User).where(User.name == "dave"))
         assert accounts.password_matches(s, user, reset.stdout.strip())

@@ -165,6 +165,22 @@ def test_the_event_feed_sends_objects_in_order_then_what_changes(api, contest):
     assert ("judgements", str(pending["judging_id"])) in {(e["type"], e["id"]) for e in new}
 
 
+def test_a_streaming_feed_ends_when_its_token_is_revoked(api, contest):
+    """Issue 44: a revoked token's stream kept delivering (checked once, then polled up to a
+    day). The stream checks its credential again as it polls and ends without it."""
+    made = api.post("/api/me/tokens", json={"name": "feed"}, headers=auth(api, "admin")).json()
+    feed = {"Authorization": f"Bearer {made['token']}"}
+
+    def revoke_soon():
+        time.sleep(1.5)
+        api.delete(f"/api/me/tokens/{made['id']}", headers=auth(api, "admin"))
+    threading.Thread(target=revoke_soon).start()
+    started = time.monotonic()
+    streamed = api.get("/api/ccs/contests/wf/event-feed?stream=true&timeout_s=30", headers=feed)
+    assert streamed.status_code == 200 and streamed.text
+    assert time.monotonic() - started < 15
+
+
 def test_the_ccs_tools_sign_in_with_http_basic(api):
     def basic(name, secret):
         return {"Authorization": "Basic " + base64.b64encode(f"{name}:{secret}".encode())

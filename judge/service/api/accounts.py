@@ -100,12 +100,12 @@ def me(user: UserDep) -> dict:
 
 @router.post("/api/me/password")
 def change_password(body: PasswordChange, s: SessionDep, user: UserDep) -> dict:
-    """Every browser session of the user ends, this one too: sign in again."""
+    """Every browser session of the user ends, this one too: sign in again. Every API token
+    is revoked too (`tokens_revoked`: how many): make new ones."""
     if user.password_hash is not None and not accounts.password_matches(s, user,
                                                                         body.current):
         raise ServiceError(403, "the current password is not right")
-    accounts.set_password(s, user, body.new)
-    return {"changed": True}
+    return {"changed": True, "tokens_revoked": accounts.set_password(s, user, body.new)}
 
 @router.get("/api/me/tokens")
 def my_tokens(s: SessionDep, user: UserDep) -> list[dict]:
@@ -146,9 +146,10 @@ def import_users(body: UsersImport, s: SessionDep, audit_log: AuditDep) -> dict:
 
 @router.post("/api/users/{name}/password")
 def reset_password(name: str, s: SessionDep, audit_log: AuditDep) -> dict:
-    """A new generated password; the user's browser sessions end."""
+    """A new generated password; the user's browser sessions and API tokens end
+    (`tokens_revoked`: how many), and the name's failed sign-ins are forgotten."""
     user = accounts.get_user(s, name)
-    password = accounts.generate_password()
-    accounts.set_password(s, user, password)
-    audit_log("user.password_reset", user.name)
-    return {"name": user.name, "password": password}
+    reset = accounts.reset_password(s, user)
+    audit_log("user.password_reset", user.name, tokens_revoked=reset.tokens_revoked)
+    return {"name": user.name, "password": reset.password,
+            "tokens_revoked": reset.tokens_revoked}

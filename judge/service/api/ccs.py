@@ -12,7 +12,7 @@ from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from judge.service import ccs, db
-from judge.service.deps import AdminDep, IdInPath, SessionDep
+from judge.service.deps import AdminDep, IdInPath, SessionDep, optional_user
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, Submission, User
 
@@ -54,11 +54,18 @@ def ccs_files(cid: str, sid: IdInPath, s: SessionDep, _admin: AdminDep) -> Respo
 async def ccs_event_feed(cid: str, request: Request, admin: AdminDep,
                          stream: bool = False, timeout_s: float | None = None):
     """NDJSON: every object as an event; `stream=true`: then each one that appears or
-    changes, until the client leaves (or `timeout_s`, or a day)."""
+    changes, until the client leaves (or `timeout_s`, or a day), or its credential no longer
+    signs in this organizer (looked at again every CREDENTIAL_RECHECK_S)."""
     config, reader = request.app.state.settings, admin.id
+    checked = time.monotonic()
 
-    def snapshot() -> list:
+    def snapshot() -> list | None:
+        nonlocal checked
         with db.session(config.database_url) as s:
+            if time.monotonic() - checked >= CREDENTIAL_RECHECK_S:
+                if not _still_signed_in(request, s, reader):
+                    return None
+                checked = time.monotonic()
             return ccs.Feed(s, ccs.get_contest(s, cid), s.get(User, reader)).events()
 
     first = await run_in_threadpool(snapshot)  # a wrong contest is a 404, not a stream
@@ -72,9 +79,28 @@ async def ccs_event_feed(cid: str, request: Request, admin: AdminDep,
         ends = time.monotonic() + limit
         while stream and time.monotonic() < ends and not await request.is_disconnected():
             await asyncio.sleep(ccs.POLL_S)
-            for line in ccs.changes(seen, await run_in_threadpool(snapshot)):
+            events = await run_in_threadpool(snapshot)
+            if events is None:
+                return
+            for line in ccs.changes(seen, events):
                 yield line
     return StreamingResponse(lines(), media_type=NDJSON)
+
+
+# A stream lasts up to a day on the credential it opened with: a token revoked, a password
+# changed or a role taken away ends it within this many seconds (a Basic password's check
+# costs an argon2 hash, hence not at every poll).
+CREDENTIAL_RECHECK_S = 5.0
+
+
+def _still_signed_in(request: Request, s, reader: int) -> bool:
+    """Whether the request's credential (token, cookie or Basic) still signs in organizer
+    `reader`."""
+    try:
+        user = optional_user(request, s, request.headers.get("authorization"))
+    except ServiceError:
+        return False
+    return user is not None and user.id == reader and user.is_admin
 
 @router.get("/api/ccs/contests/{cid}/{collection}")
 def ccs_collection(cid: str, collection: str, s: SessionDep, admin: AdminDep) -> list[dict]:
