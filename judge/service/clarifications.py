@@ -126,16 +126,18 @@ def _is_unread(user: User, clar: Clarification, read_at) -> bool:
 
 
 def mark_read(s: Session, user: User, ids: list[int] | None = None) -> int:
-    """Mark these (or all this user reads) read now; returns how many."""
-    shown = [clar.id for clar, _ in listing(s, user)]
-    chosen = shown if ids is None else [i for i in ids if i in set(shown)]
+    """Mark these (or all this user reads) read now; returns how many (each once)."""
+    shown = {clar.id for clar, _ in listing(s, user)}
+    chosen = shown if ids is None else shown.intersection(ids)
     now = utcnow()
+    known = {row.clarification_id: row for row in s.scalars(select(ClarificationRead).where(
+        ClarificationRead.user_id == user.id,
+        ClarificationRead.clarification_id.in_(chosen)))} if chosen else {}
     for clar_id in chosen:
-        row = s.get(ClarificationRead, (user.id, clar_id))
-        if row is None:
-            s.add(ClarificationRead(user_id=user.id, clarification_id=clar_id, read_at=now))
+        if clar_id in known:
+            known[clar_id].read_at = now
         else:
-            row.read_at = now
+            s.add(ClarificationRead(user_id=user.id, clarification_id=clar_id, read_at=now))
     return len(chosen)
 
 

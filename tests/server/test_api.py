@@ -529,6 +529,25 @@ def test_a_staged_rejudge_is_read_as_a_diff_then_applied_by_an_organizer(api):
                                          headers=admin).json()] == ["rejudge.apply", "rejudge"]
 
 
+def test_request_bodies_whose_work_grows_with_them_are_bounded(api):
+    """Issue 44: 200,000 ids to /api/clarifications/read took 0.25 s each (a set rebuilt per
+    id), four at once 1.1 s, under the body limit. Lists in bodies are bounded where the work
+    grows with them (a 422 naming the bound), and what is taken is done in one query."""
+    from judge.service.api.clarifications import MAX_READ_IDS
+
+    alice, admin = auth(api, "alice"), auth(api, "admin")
+    flood = api.post("/api/clarifications/read", json={"ids": list(range(1, 200_001))},
+                     headers=alice)
+    assert flood.status_code == 422 and str(MAX_READ_IDS) in flood.text
+    note = api.post("/api/announcements", json={"text": "hello"}, headers=admin).json()
+    many = [note["id"]] * 10 + list(range(10_000, 10_000 + MAX_READ_IDS - 10))
+    taken = api.post("/api/clarifications/read", json={"ids": many}, headers=alice)
+    assert taken.status_code == 200 and taken.json() == {"read": 1}
+    assert api.get("/api/clarifications?unread=true", headers=alice).json() == []
+    too_many = {"slug": "big", "title": "Big", "problems": ["vector_add"] * 100_000}
+    assert api.post("/api/contests", json=too_many, headers=admin).status_code == 422
+
+
 def test_a_question_its_answer_an_announcement_and_who_reads_them(api):
     from judge.commands.client import clar_text
 

@@ -33,14 +33,18 @@ class Quota(Body):
     per_contest: int | None = Field(None, ge=0, description="per user and problem, in all")
 
 
+# bounds on what a contest's lists and title hold: the work of checking them grows with them
+MAX_CONTEST_PROBLEMS, MAX_LANGUAGES, MAX_TITLE = 500, 32, 200
+
+
 class ContestFields(Body):
     """What an organizer sets of a contest (every field optional in a PATCH)."""
 
-    title: str | None = None
-    problems: list[str] | None = None
+    title: str | None = Field(None, max_length=MAX_TITLE)
+    problems: list[str] | None = Field(None, max_length=MAX_CONTEST_PROBLEMS)
     starts_at: datetime | None = None
     ends_at: datetime | None = None
-    languages: list[str] | None = None
+    languages: list[str] | None = Field(None, max_length=MAX_LANGUAGES)
     device: str | None = None
     public: bool | None = Field(None, description="its board is readable without signing in")
     hold_flagged: bool | None = Field(None, description="results on the review list count on "
@@ -63,8 +67,8 @@ class ContestFields(Body):
 
 class ContestIn(ContestFields):
     slug: str = Field(pattern=r"^[a-z0-9_-]{1,64}$")
-    title: str
-    problems: list[str]
+    title: str = Field(max_length=MAX_TITLE)
+    problems: list[str] = Field(max_length=MAX_CONTEST_PROBLEMS)
     device: str = "cpu"
 
 

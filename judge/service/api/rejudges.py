@@ -18,8 +18,8 @@ router = APIRouter(tags=["rejudges and review"])
 
 
 class RejudgeIn(Body):
-    reason: str
-    submission_ids: list[RowId] | None = None
+    reason: str = Field(max_length=2000)
+    submission_ids: list[RowId] | None = Field(None, max_length=100_000)
     problem: str | None = None
     user: str | None = None
     verdict: str | None = None
