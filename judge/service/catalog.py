@@ -9,8 +9,9 @@ from sqlalchemy.orm import Session
 
 from judge.judging.admission import device_kinds
 from judge.problem.schema import ProblemError, load_problem, problem_folders
+from judge.service.contests import hidden_problems
 from judge.service.errors import ServiceError
-from judge.service.models import ProblemRow, utcnow
+from judge.service.models import ProblemRow, User, utcnow
 from judge.settings import Settings
 
 
@@ -35,6 +36,15 @@ def sync_problems(s: Session, settings: Settings) -> dict[str, list[str]]:
     for row in s.scalars(select(ProblemRow).where(ProblemRow.slug.not_in(seen))):
         row.active = False
     return invalid
+
+
+def get_shown_problem(s: Session, slug: str, reader: User | None) -> ProblemRow:
+    """`get_problem`, as `reader` (None: a visitor) may see it: one that only hidden contests
+    hold is not there for all but organizers."""
+    row = get_problem(s, slug)
+    if not (reader is not None and reader.is_admin) and slug in hidden_problems(s):
+        raise ServiceError(404, f"no problem {slug!r}; GET /api/problems lists them")
+    return row
 
 
 def get_problem(s: Session, slug: str) -> ProblemRow:

@@ -13,12 +13,12 @@ from datetime import timedelta
 from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.orm import Session, joinedload
 
-from judge.service.contests import get_contest
+from judge.service.catalog import get_shown_problem
+from judge.service.contests import visible_contest
 from judge.service.errors import ServiceError
 from judge.service.models import (
     Clarification,
     ClarificationRead,
-    ProblemRow,
     User,
     utcnow,
 )
@@ -38,15 +38,15 @@ def _text(text: str, what: str) -> str:
     return text
 
 
-def _scope(s: Session, contest_slug: str | None, problem: str | None) -> int | None:
-    """The contest's id; the problem must be one of its problems (or any active one)."""
-    contest = get_contest(s, contest_slug) if contest_slug else None
+def _scope(s: Session, reader: User, contest_slug: str | None,
+           problem: str | None) -> int | None:
+    """The contest's id; the problem must be one of its problems (or any active one), both
+    as `reader` sees them (hidden contests are not there for contestants)."""
+    contest = visible_contest(s, contest_slug, reader) if contest_slug else None
     if problem:
         if contest is not None and problem not in contest.problems:
             raise ServiceError(404, f"problem {problem} is not part of {contest.slug}")
-        if not s.scalar(select(ProblemRow.id).where(ProblemRow.slug == problem,
-                                                    ProblemRow.active)):
-            raise ServiceError(404, f"no problem {problem!r}")
+        get_shown_problem(s, problem, reader)
     return contest.id if contest else None
 
 
@@ -60,7 +60,7 @@ def ask(s: Session, settings: Settings, user: User, text: str, problem: str | No
         again = aware(asked[0]) + QUESTION_WINDOW
         raise ServiceError(429, f"at most {settings.questions_per_hour} questions an hour; "
                                 f"the next at {again.isoformat(timespec='seconds')}")
-    clar = Clarification(contest_id=_scope(s, contest, problem), problem=problem or None,
+    clar = Clarification(contest_id=_scope(s, user, contest, problem), problem=problem or None,
                          asked_by=user.id, question=_text(text, "question"), public=False)
     s.add(clar)
     s.flush()
@@ -81,7 +81,7 @@ def answer(s: Session, admin: User, clarification_id: int, text: str,
 def announce(s: Session, admin: User, text: str, contest: str | None = None,
              problem: str | None = None) -> Clarification:
     now = utcnow()
-    clar = Clarification(contest_id=_scope(s, contest, problem), problem=problem or None,
+    clar = Clarification(contest_id=_scope(s, admin, contest, problem), problem=problem or None,
                          answer=_text(text, "announcement"), answered_by=admin.id,
                          answered_at=now, created_at=now, public=True)
     s.add(clar)
@@ -103,7 +103,7 @@ def listing(s: Session, user: User, contest: str | None = None,
              .order_by(func.coalesce(Clarification.answered_at, Clarification.created_at).desc(),
                        Clarification.id.desc()))
     if contest:
-        contest_id = _scope(s, contest, None)
+        contest_id = _scope(s, user, contest, None)
         query = query.where(or_(Clarification.contest_id.is_(None),
                                 Clarification.contest_id == contest_id))
     if unread_only:

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.service.errors import ServiceError
-from judge.service.models import Contest, utcnow
+from judge.service.models import Contest, User, utcnow
 from judge.service.times import aware
 
 
@@ -17,6 +17,29 @@ def get_contest(s: Session, slug: str) -> Contest:
     if contest is None:
         raise ServiceError(404, f"no contest {slug!r}")
     return contest
+
+
+def visible_contest(s: Session, slug: str, reader: User | None) -> Contest:
+    """`get_contest`, as `reader` (None: a visitor) may see it: a hidden contest is not there
+    for all but organizers (a 404 like a slug that names none)."""
+    contest = get_contest(s, slug)
+    if hidden(contest) and not (reader is not None and reader.is_admin):
+        raise ServiceError(404, f"no contest {slug!r}")
+    return contest
+
+
+def hidden(contest: Contest, now: datetime | None = None) -> bool:
+    """Whether all but organizers do not see the contest at all: not public and not started
+    (its problems, quotas and times would tell what is coming)."""
+    return not contest.public and contest_state(contest, now) == "not_started"
+
+
+def hidden_problems(s: Session) -> set[str]:
+    """The problems that only hidden contests hold (a problem in no contest is practice)."""
+    held, shown = set(), set()
+    for contest in s.scalars(select(Contest)):
+        (held if hidden(contest) else shown).update(contest.problems or [])
+    return held - shown
 
 
 def contest_state(contest: Contest, now: datetime | None = None) -> str:

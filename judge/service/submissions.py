@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from judge.judging.admission import SubmissionRejected, admit
 from judge.service import sanctions, windows
-from judge.service.catalog import get_problem
-from judge.service.contests import get_contest
+from judge.service.catalog import get_shown_problem
+from judge.service.contests import visible_contest
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, JudgingRow, ProblemRow, Submission, User, utcnow
 from judge.service.queueing import DONE, Enqueue, queue_device, queue_of
@@ -27,8 +27,8 @@ def submit(s: Session, settings: Settings, user: User, problem_slug: str, langua
            mode: str = RANKED) -> tuple[Submission, Enqueue]:
     if mode not in SUBMISSION_MODES:
         raise ServiceError(422, f"mode {mode!r}: use one of {', '.join(SUBMISSION_MODES)}")
-    problem = get_problem(s, problem_slug)
-    contest = get_contest(s, contest_slug) if contest_slug else None
+    problem = get_shown_problem(s, problem_slug, user)
+    contest = visible_contest(s, contest_slug, user) if contest_slug else None
     device = queue_device(settings, contest)
     try:  # a contest without its own language list allows the problem's
         admit(problem.terms(), language, source, device.partition(".")[0],

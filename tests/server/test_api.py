@@ -548,6 +548,49 @@ def test_request_bodies_whose_work_grows_with_them_are_bounded(api):
     assert api.post("/api/contests", json=too_many, headers=admin).status_code == 422
 
 
+def test_a_contest_and_its_problems_are_hidden_until_it_starts_unless_public(api):
+    """Issue 44: `GET /api/contests` unsigned listed contests not yet started and not public,
+    with their problems and quotas, and those problems' statements were public. Until such a
+    contest starts, to all but organizers it and the problems only it holds are not there
+    (404 where named: not even its existence shows); a public one is announced."""
+    from datetime import datetime, timedelta, timezone
+
+    admin, alice = auth(api, "admin"), auth(api, "alice")
+    later = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+    for slug, problems, public in (("secret", ["rmsnorm"], False),
+                                   ("announced", ["softmax_half"], True)):
+        made = api.post("/api/contests", json={"slug": slug, "title": slug.title(),
+                                               "problems": problems, "starts_at": later,
+                                               "public": public,
+                                               "quotas": {"ranked": {"per_hour": 3}}},
+                        headers=admin)
+        assert made.status_code == 201, made.text
+    for reader in ({}, alice):
+        assert [c["slug"] for c in api.get("/api/contests", headers=reader).json()] == [
+            "announced"]
+        listed = {p["slug"] for p in api.get("/api/problems", headers=reader).json()}
+        assert "rmsnorm" not in listed and {"vector_add", "softmax_half"} <= listed
+        assert api.get("/api/problems/rmsnorm", headers=reader).status_code == 404
+        assert api.get("/api/leaderboard?contest=secret", headers=reader).status_code == 404
+    for path in ("/api/contests/secret/me", "/api/contests/secret/quota/vector_add"):
+        assert api.get(path, headers=alice).status_code == 404, path
+    assert api.post("/api/contests/secret/start", headers=alice).status_code == 404
+    assert post_submission(api, problem="rmsnorm").status_code == 404
+    assert post_submission(api, contest="secret").status_code == 404
+    asked = api.post("/api/clarifications", json={"text": "when?", "contest": "secret"},
+                     headers=alice)
+    assert asked.status_code == 404
+    # organizers see everything; once it starts, everyone does
+    assert [c["slug"] for c in api.get("/api/contests", headers=admin).json()] == [
+        "secret", "announced"]
+    assert api.get("/api/problems/rmsnorm", headers=admin).status_code == 200
+    earlier = (datetime.now(timezone.utc) - timedelta(minutes=1)).isoformat()
+    assert api.patch("/api/contests/secret", json={"starts_at": earlier},
+                     headers=admin).status_code == 200
+    assert "secret" in [c["slug"] for c in api.get("/api/contests").json()]
+    assert api.get("/api/problems/rmsnorm", headers=alice).status_code == 200
+
+
 def test_a_question_its_answer_an_announcement_and_who_reads_them(api):
     from judge.commands.client import clar_text
 

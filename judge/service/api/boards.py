@@ -21,7 +21,7 @@ def leaderboard(s: SessionDep, contest: str | None = None,
     `contest` every submission's (signed-in users). While a contest is frozen, all but
     organizers get it as it stood at the freeze, with the submissions pending since, and
     their own current results in `me.live`."""
-    chosen = contests.get_contest(s, contest) if contest else None
+    chosen = contests.visible_contest(s, contest, user) if contest else None
     if user is None and not (chosen is not None and chosen.public):
         raise errors.ServiceError(401, "sign in to see this board (only public contests' "
                                       "boards are open to visitors)")

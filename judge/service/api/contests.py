@@ -22,7 +22,16 @@ from judge.service import (
     windows,
 )
 from judge.service.api.views import contest_view
-from judge.service.deps import AdminDep, AuditDep, Body, Mode, SessionDep, SettingsDep, UserDep
+from judge.service.deps import (
+    AdminDep,
+    AuditDep,
+    Body,
+    Mode,
+    OptionalUserDep,
+    SessionDep,
+    SettingsDep,
+    UserDep,
+)
 from judge.service.models import Contest, Participation
 
 router = APIRouter(tags=["contests"])
@@ -46,7 +55,9 @@ class ContestFields(Body):
     ends_at: datetime | None = None
     languages: list[str] | None = Field(None, max_length=MAX_LANGUAGES)
     device: str | None = None
-    public: bool | None = Field(None, description="its board is readable without signing in")
+    public: bool | None = Field(None, description="its board is readable without signing "
+                                "in, and it is listed (with its problems) before it starts; "
+                                "a contest not public is not there for contestants until then")
     hold_flagged: bool | None = Field(None, description="results on the review list count on "
                                       "its board only once an organizer clears them (default)")
     system_test: bool | None = Field(None, description="when it ends, its leaders are judged "
@@ -153,14 +164,14 @@ def system_test(slug: str, s: SessionDep, _admin: AdminDep) -> dict:
 def my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
     """This user's time in the contest: their window (started or to start), extra time,
     end, and its state (not_started, to_start, running, ended)."""
-    contest = contests.get_contest(s, slug)
+    contest = contests.visible_contest(s, slug, user)
     return windows.view(contest, windows.get(s, contest, user), user)
 
 
 @router.post("/api/contests/{slug}/start")
 def start_my_time(slug: str, s: SessionDep, user: UserDep) -> dict:
     """Start this user's window in a contest with per-user windows (once)."""
-    contest = contests.get_contest(s, slug)
+    contest = contests.visible_contest(s, slug, user)
     return windows.view(contest, windows.start(s, contest, user), user)
 
 
@@ -187,11 +198,14 @@ def extra_time(slug: str, name: str, body: ExtraTimeIn, s: SessionDep,
 def quota(slug: str, problem: str, s: SessionDep, user: UserDep) -> dict:
     """What this user has left per capped submission mode on this problem of the contest
     (this hour, and in the contest)."""
-    contest = contests.get_contest(s, slug)
+    contest = contests.visible_contest(s, slug, user)
     return {"quotas": contest.quotas or {}, "left": submissions.quota_left(
         s, user, contest, catalog.get_problem(s, problem))}
 
 
 @router.get("/api/contests")
-def contest_list(s: SessionDep) -> list[dict]:
-    return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))]
+def contest_list(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
+    """Every contest (organizers), or every one that has started or is public."""
+    admin = user is not None and user.is_admin
+    return [contest_view(c) for c in s.scalars(select(Contest).order_by(Contest.id))
+            if admin or not contests.hidden(c)]

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from judge import signature
 from judge.languages import get_language
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import boards, catalog, errors
+from judge.service import boards, catalog, contests, errors
 from judge.service.api.views import render_markdown
 from judge.service.deps import AuditDep, OptionalUserDep, SessionDep, SettingsDep
 from judge.service.models import ProblemRow
@@ -19,7 +19,10 @@ router = APIRouter(tags=["problems"])
 
 @router.get("/api/problems")
 def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
-    rows = s.scalars(select(ProblemRow).where(ProblemRow.active).order_by(ProblemRow.slug))
+    """The active problems (for all but organizers, none that only hidden contests hold)."""
+    hidden = set() if user is not None and user.is_admin else contests.hidden_problems(s)
+    rows = [p for p in s.scalars(select(ProblemRow).where(ProblemRow.active)
+                                 .order_by(ProblemRow.slug)) if p.slug not in hidden]
     stats = boards.problem_stats(s, user)
     return [{"slug": p.slug, "title": p.title, "languages": p.languages,
              "version": p.version, **stats.get(p.slug, {"solvers": 0, "best_score": None})}
@@ -27,8 +30,8 @@ def problems(s: SessionDep, user: OptionalUserDep = None) -> list[dict]:
 
 
 @router.get("/api/problems/{slug}")
-def problem(slug: str, s: SessionDep) -> dict:
-    row = catalog.get_problem(s, slug)
+def problem(slug: str, s: SessionDep, user: OptionalUserDep = None) -> dict:
+    row = catalog.get_shown_problem(s, slug, user)
     try:
         loaded = load_problem(row.path)
     except ProblemError as exc:
