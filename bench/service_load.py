@@ -5,9 +5,12 @@
    PostgreSQL (the production shape). Targets: >= 300 accepted / s, p99 <= 100 ms.
 2. GET /api/leaderboard and GET /api/problems with 10,000 judged submissions in the database
    (200 users, every problem), polled from this process. Target: p99 <= 50 ms.
+3. Attacks (issue 44): PARALLEL submissions at once by one contestant against a contest quota of
+   one and another of QUOTA_PER_HOUR an hour, through HTTP: the count stored must be exact; and
+   the largest body the API takes to mark clarifications read, timed.
 
     python bench/service_load.py [--seconds 10] [--connections 32] [--api-processes 2]
-                                 [--submissions 10000] [--write]
+                                 [--submissions 10000] [--attacks-only] [--write]
 
 Load from wrk (Debian's `wrk`), a C load generator: the API's share of the 2 cores is measured,
 not a Python client's.
@@ -113,38 +116,128 @@ def fill(url: str, submissions: int, users: int = 200) -> None:
             conn.exec_driver_sql("ANALYZE")
 
 
+PARALLEL, QUOTA_PER_HOUR = 50, 10
+
+
+def race(stack: Stack, token: str, body: dict) -> list[int]:
+    """PARALLEL POST /api/submissions of one contestant at once (threads released together,
+    each on its own connection): their statuses."""
+    import threading
+
+    import httpx
+
+    start, statuses = threading.Barrier(PARALLEL), []
+
+    def one() -> None:
+        with httpx.Client(timeout=60) as client:
+            start.wait()
+            statuses.append(client.post(stack.url + "/api/submissions", json=body,
+                                        headers={"Authorization": f"Bearer {token}"})
+                            .status_code)
+
+    threads = [threading.Thread(target=one) for _ in range(PARALLEL)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return statuses
+
+
+def parallel_against_quotas(stack: Stack) -> list[str]:
+    """A contest quota of one, and one of QUOTA_PER_HOUR an hour, raced: how many were taken
+    and stored, as table rows."""
+    rows = []
+    for slug, quota, cap in (("quota-one", {"per_contest": 1}, 1),
+                             ("quota-hour", {"per_hour": QUOTA_PER_HOUR}, QUOTA_PER_HOUR)):
+        made = stack.call("POST", "/api/contests", stack.admin, json={
+            "slug": slug, "title": slug, "problems": ["vector_add"],
+            "quotas": {"ranked": quota}})
+        made.raise_for_status()
+        token = stack.token_for(f"racer-{slug}")
+        statuses = race(stack, token, {"problem": "vector_add", "language": "cpp",
+                                       "source": SOURCE, "contest": slug})
+        stored = len(stack.call("GET", "/api/submissions?limit=1000", token).json())
+        taken = statuses.count(201)
+        exact = taken == stored == cap and statuses.count(429) == PARALLEL - cap
+        rows.append(f"| {PARALLEL} parallel POST /api/submissions, one contestant, quota "
+                    f"{quota} | {taken} taken, {stored} stored, {statuses.count(429)} refused "
+                    f"(429) | exactly {cap}: {'met' if exact else 'MISSED'} |")
+    return rows
+
+
+def largest_read_body(stack: Stack) -> str:
+    """The largest list of ids the API takes to mark read, timed (the old API took 200,000:
+    0.25 s a request); and the next size refused."""
+    import time
+
+    from judge.service.api.clarifications import MAX_READ_IDS
+
+    token = stack.token_for("reader")
+    ids = list(range(1, MAX_READ_IDS + 1))
+    stack.call("POST", "/api/clarifications/read", token, json={"ids": ids})  # warm
+    started = time.perf_counter()
+    for _ in range(10):
+        stack.call("POST", "/api/clarifications/read", token, json={"ids": ids})
+    ms = (time.perf_counter() - started) * 100
+    refused = stack.call("POST", "/api/clarifications/read", token,
+                         json={"ids": list(range(1, 200_001))}).status_code
+    return (f"| POST /api/clarifications/read, {MAX_READ_IDS} ids (the most taken) | "
+            f"{ms:.1f} ms a request; 200,000 ids: {refused} | bounded: "
+            f"{'met' if refused == 422 else 'MISSED'} |")
+
+
+def attacks(stack: Stack) -> list[str]:
+    return ["| attack | got | target |", "| --- | --- | --- |",
+            *parallel_against_quotas(stack), largest_read_body(stack)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--api-processes", type=int, default=2)
     parser.add_argument("--submissions", type=int, default=10000)
+    parser.add_argument("--attacks-only", action="store_true",
+                        help="only part 3 (no wrk needed)")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = postgres_url()
+        # the rate limit out of the way of the load; the attacks race the contests' quotas
+        stack = Stack(Path(tmp), url, "redis",
+                      extra_env={"KJUDGE_SUBMISSIONS_PER_MINUTE": "100000"})
+        try:
+            stack.serve("--no-worker", "--api-processes", str(args.api_processes))
+            if not args.attacks_only:
+                load(args, stack, url)
+            attack_rows = attacks(stack)
+        finally:
+            stack.close()
+    command = f"python bench/service_load.py --api-processes {args.api_processes}"
+    report_section("service_attacks", "Service under attack (issue 44)", "\n".join([
+        f"Measured {date.today()} on this 2-core VM: API ({args.api_processes} processes), "
+        "Redis, PostgreSQL and the clients on the same machine.", "",
+        f"Command: `{command} --attacks-only --write` (also part of the full run)", "",
+        *attack_rows]), args.write)
+
+
+def load(args: argparse.Namespace, stack: Stack, url: str) -> None:
+    """Parts 1 and 2, written as their section."""
+    tokens = [stack.token_for(f"bench{i}") for i in range(args.connections)]
+    body = {"problem": "vector_add", "language": "cpp", "source": SOURCE}
+    wrk(stack.url, "/api/submissions", tokens, 3, 8, body)  # warm the processes
+    posts = wrk(stack.url, "/api/submissions", tokens, args.seconds, args.connections, body)
+    fill(url, args.submissions)
+    reads = {}
+    for path in ("/api/leaderboard", "/api/problems"):
+        wrk(stack.url, path, tokens, 3, 8)  # each process computes the results once
+        reads[path] = wrk(stack.url, path, tokens, args.seconds, 8)
     command = (f"python bench/service_load.py --seconds {args.seconds} --connections "
                f"{args.connections} --api-processes {args.api_processes} --submissions "
                f"{args.submissions} --write")
     lines = [f"Measured {date.today()} on this 2-core VM: API ({args.api_processes} processes), "
              "Redis, PostgreSQL and the load generator all on the same machine.", "",
              f"Command: `{command}`", ""]
-    env = {"KJUDGE_SUBMISSIONS_PER_MINUTE": "100000"}
-    with tempfile.TemporaryDirectory() as tmp:
-        url = postgres_url()
-        stack = Stack(Path(tmp), url, "redis", extra_env=env)
-        try:
-            stack.serve("--no-worker", "--api-processes", str(args.api_processes))
-            tokens = [stack.token_for(f"bench{i}") for i in range(args.connections)]
-            body = {"problem": "vector_add", "language": "cpp", "source": SOURCE}
-            wrk(stack.url, "/api/submissions", tokens, 3, 8, body)  # warm the processes
-            posts = wrk(stack.url, "/api/submissions", tokens, args.seconds, args.connections,
-                        body)
-            fill(url, args.submissions)
-            reads = {}
-            for path in ("/api/leaderboard", "/api/problems"):
-                wrk(stack.url, path, tokens, 3, 8)  # each process computes the results once
-                reads[path] = wrk(stack.url, path, tokens, args.seconds, 8)
-        finally:
-            stack.close()
 
     def verdict(value: float, target: float, higher: bool) -> str:
         met = value >= target if higher else value <= target
@@ -164,8 +257,7 @@ def main() -> None:
                      f"the database, 8 connections | {got['per_s']:.0f} | {got['p50']:.1f} | "
                      f"{got['p99']:.1f} | {got['failures']} | p99 ≤ {TARGET_READ_P99:.0f} ms: "
                      f"{verdict(got['p99'], TARGET_READ_P99, False)} |")
-    block = "\n".join(lines)
-    report_section("service_load", "Service (issue 13)", block, args.write)
+    report_section("service_load", "Service (issue 13)", "\n".join(lines), args.write)
 
 
 if __name__ == "__main__":
