@@ -10,7 +10,7 @@ from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 from judge.problem.schema import load_problem
 from judge.settings import settings
 from judge.verdicts import Verdict
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, ROOT
 
 VA = PROBLEMS / "vector_add"
 FAST = JudgeOptions(timing=False)
@@ -432,3 +432,53 @@ def test_a_deployment_caps_the_seconds_a_point_is_timed(vector_add, monkeypatch)
         monkeypatch.setenv("KJUDGE_MAX_POINT_S", cap)
         assert effective_timing(vector_add.spec).max_s == expected
         assert effective_timing(vector_add.spec).max_reps == vector_add.spec.timing.max_reps
+
+
+SHARED_STATE_REFERENCE = '''import time
+
+import torch
+
+_SCRATCH = {}  # state shared between calls, as a module whose weights are swapped in for each
+
+
+def make_inputs(params, generator, device):
+    n = params["n"]
+    return {"a": torch.randn(n, generator=generator, device=device),
+            "b": torch.randn(n, generator=generator, device=device)}
+
+
+def reference(a, b, n):
+    _SCRATCH["c"] = a + b
+    time.sleep(0.005)  # another thread's call writes the scratch meanwhile
+    return {"c": _SCRATCH["c"].clone()}
+'''
+
+
+def test_a_reference_sharing_state_between_threads_fails_no_correct_run(cpu, default_sandbox,
+                                                                       tmp_path):
+    """The judge checks a large point's kept calls on every CPU at once: a reference that
+    shares state between its calls (an imported KernelBench model, whose weights
+    functional_call swaps in) computed one call's outputs from another's inputs, and a correct
+    baseline was SE ('the baseline is wrong ... timed round 30', one judging in two). A failed
+    check counts only once the check alone agrees; validate names the reference."""
+    from judge.tooling.selftest import thread_outcomes
+
+    folder = tmp_path / "shared_state"
+    shutil.copytree(ROOT / "tests" / "problems" / "quick_add", folder)
+    (folder / "reference.py").write_text(SHARED_STATE_REFERENCE)
+    yaml = folder / "problem.yaml"
+    yaml.write_text(yaml.read_text().split("tests:")[0]  # one timed point of 256 KiB outputs
+                    + "tests:\n  - {name: wide, params: {n: 65536}, sample: true}\n")
+    problem = load_problem(folder)
+    result = judge(problem, (folder / "baseline.py").read_text(), cpu, default_sandbox,
+                   options=JudgeOptions(), language="torch")
+    assert result.verdict is Verdict.AC, result.message
+    wrong = judge(problem, (folder / "baseline.py").read_text().replace("a, b, out", "a, -b, out"),
+                  cpu, default_sandbox, options=JudgeOptions(), language="torch")
+    assert wrong.verdict is Verdict.WA, wrong.message
+    [outcome] = thread_outcomes(problem, cpu)
+    assert outcome.status == "FAIL" and "shares state between calls" in outcome.detail
+    (folder / "reference.py").write_text(
+        (ROOT / "tests" / "problems" / "quick_add" / "reference.py").read_text())
+    [outcome] = thread_outcomes(load_problem(folder), cpu)
+    assert outcome.status == "ok", outcome.detail

@@ -110,17 +110,38 @@ class Reference:
         inputs.update(scalars)
         return inputs
 
-    def draws_differ_in_parallel(self, test: TestPoint, seeds: range = range(8)) -> bool:
-        """Whether make_inputs draws other inputs for the same seeds on several threads at once
-        than one at a time, as a problem drawing from the process's global RNG does: the judge
-        draws a timed round's sets on every CPU at once."""
+    def differs_in_parallel(self, test: TestPoint, seeds: range = range(8)) -> str:
+        """What the problem's code does otherwise on several threads at once than one at a time
+        ('' when nothing), as the judge calls it: a timed round's sets drawn and its kept calls
+        checked on every CPU at once. Draws must be equal; the reference's outputs within the
+        problem's tolerance (a sum may run in another order on another thread)."""
         from concurrent.futures import ThreadPoolExecutor
 
+        from checkers import check_outputs, get_checker
+
         alone = [self.inputs(test, seed) for seed in seeds]
+        expected = [self.expected(test, inputs) for inputs in alone]
         with ThreadPoolExecutor(4) as pool:
             together = list(pool.map(lambda seed: self.inputs(test, seed), seeds))
-        return any(not torch.equal(a[name], b[name]) for a, b in zip(alone, together)
-                   for name in a if isinstance(a[name], torch.Tensor))
+            outputs = list(pool.map(lambda inputs: self.expected(test, inputs), alone))
+        if any(not torch.equal(a[name], b[name]) for a, b in zip(alone, together)
+               for name in a if isinstance(a[name], torch.Tensor)):
+            return (f"{self.problem.spec.reference}: make_inputs draws other inputs on several "
+                    "threads at once (the process's global RNG?): draw from the generator it "
+                    "is given")
+        spec = self.problem.spec
+        checker = get_checker(spec.checker.name, self.problem.path)
+        for inputs, one, many in zip(alone, expected, outputs):
+            report = check_outputs(checker, many, one, inputs, rtol=spec.tolerance.rtol,
+                                   atol=spec.tolerance.atol,
+                                   matched_ratio=spec.tolerance.matched_ratio,
+                                   args=spec.checker.args)
+            if not report.passed:
+                return (f"{spec.reference}: reference gives other outputs on several threads "
+                        f"at once than one at a time ({report.message}): it shares state "
+                        "between calls (a module whose weights are swapped in, a scratch "
+                        "buffer, a global); keep each call's own, or hold a lock around it")
+        return ""
 
     def _layout(self, test: TestPoint):
         """`test`'s scalars, and each input tensor's (name, dtype, shape)."""

@@ -145,10 +145,8 @@ def _baseline_failure(problem, sandbox_name: str | None) -> str:
     for test in problem.tests_for("cpu"):
         try:
             reference.case(test, seed=1)
-            if reference.draws_differ_in_parallel(test):
-                return (f"{problem.spec.reference}: make_inputs draws other inputs on several "
-                        "threads at once (the process's global RNG?): draw from the generator "
-                        "it is given")
+            if why := reference.differs_in_parallel(test):
+                return why
         except ProblemRuntimeError as exc:
             return f"the reference fails on the CPU test point {test.name}: {exc}"
     outcomes = run_self_tests(problem, device, sandbox_for(device, sandbox_name), timing=False)

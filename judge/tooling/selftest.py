@@ -41,7 +41,8 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
     try:
         pool.prepare(startup_env(sandbox, device))
         outcomes = _run_self_tests(problem, device, sandbox, timing, pool)
-        return outcomes + strength_outcomes(problem, device, sandbox, pool)
+        return outcomes + thread_outcomes(problem, device) + strength_outcomes(
+            problem, device, sandbox, pool)
     finally:
         pool.close()
 
@@ -170,6 +171,21 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
         outcomes.append(SelfTestOutcome(Path(f"<{what}>"), Verdict.WA, result.verdict,
                                         "ok" if refused else "FAIL", detail, result.wall_s))
     return outcomes
+
+
+def thread_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutcome]:
+    """The reference's code called on several threads at once, as the judge calls it while the
+    contenders wait, must draw and compute what it does one call at a time (at the device's
+    first point: sharing state is a property of the code, not of a size)."""
+    tests = problem.tests_for(device.kind)
+    if not tests:
+        return []
+    where = Path(f"<{problem.spec.reference} on threads>")
+    try:
+        why = Reference(problem, device.torch_name).differs_in_parallel(tests[0])
+    except ProblemRuntimeError:
+        return []  # the self-tests say so
+    return [SelfTestOutcome(where, Verdict.AC, None, "FAIL" if why else "ok", why)]
 
 
 def _medians(problem: Problem) -> tuple[dict[str, float], bool]:

@@ -437,12 +437,15 @@ _EVAL = {eval_mode!r}  # run in eval mode: training mode draws random numbers (d
 _BUFFERS = {buffers!r}  # copied for each call: a training-mode module updates them in place
 _OUTPUTS = {outputs!r}
 _MODELS = {{}}
-# the global RNG is the process's: the judge draws a round's sets on several threads at once
-_GLOBAL_RNG = __import__("threading").Lock()
+# the judge draws a round's sets and checks its calls on several threads at once, and what they
+# use here is the process's: the global RNG, the file's constants and a point's one Model, whose
+# weights functional_call swaps in for a call (two calls at once would mix their weights)
+_SHARED = __import__("threading").RLock()
 
 
 def _model(values, device):
-    """Model with the test point's constants (get_init_inputs reads them), on `device`."""
+    """Model with the test point's constants (get_init_inputs reads them), on `device`; the
+    caller holds _SHARED."""
     key = (tuple(values[c] for c in _CONSTANTS), str(device))
     if key not in _MODELS:
         _configure(values)
@@ -457,10 +460,11 @@ def _configure(values):
 
 
 def _forward(values, device):
-    model = _model(values, device)
     weights = {{path: values[name].clone() if name in _BUFFERS else values[name]
                for name, path in _PARAMETERS.items()}}
-    result = _torch.func.functional_call(model, weights, tuple(values[n] for n in _FORWARD))
+    with _SHARED:
+        result = _torch.func.functional_call(_model(values, device), weights,
+                                             tuple(values[n] for n in _FORWARD))
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 '''
 
@@ -471,7 +475,7 @@ def make_inputs(params, generator, device):
     and seeded from the judge's generator."""
     seed = int(_torch.randint(0, 2**31 - 1, (1,), generator=generator, device=device))
     devices = [device.index or 0] if device.type == "cuda" else []
-    with _GLOBAL_RNG, _torch.random.fork_rng(devices=devices):
+    with _SHARED, _torch.random.fork_rng(devices=devices):
         _torch.manual_seed(seed)
         _configure(params)
         model = Model(*get_init_inputs())
