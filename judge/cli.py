@@ -1,8 +1,8 @@
 """`kjudge`: judge locally with the server's own harness, validate and scaffold problems, compare.
 
 Also: run the server, and use it. The commands live in judge/commands/, one module per place they run:
-local.py (this machine), server.py (the server's host: serve, worker, db, user, contest),
-client.py (over the REST API: submit, status, rejudge, ...).
+local.py (this machine), server.py (the server's host: serve, worker, db, user),
+client.py (over the REST API: submit, status, rejudge, ...), contest.py (contests, over the API).
 
 Exit codes: 0 accepted / fine, 1 any other verdict / a failure or regression, 2 bad input.
 """
@@ -10,16 +10,19 @@ Exit codes: 0 accepted / fine, 1 any other verdict / a failure or regression, 2 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
 
-from judge.commands import client, local, server
+from judge import commands
+from judge.commands import client, local
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kjudge", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (local, server, client):
-        commands.register(sub)
+    for info in pkgutil.iter_modules(commands.__path__):  # each module adds its own
+        importlib.import_module(f"{commands.__name__}.{info.name}").register(sub)
     return parser
 
 

@@ -74,7 +74,7 @@ class Reply:
         return json.loads(self.text)
 
 
-def _client(args: argparse.Namespace) -> Client:
+def make_client(args: argparse.Namespace) -> Client:
     return Client(args.server, args.token)
 
 
@@ -89,14 +89,29 @@ def cmd_submit(args: argparse.Namespace) -> int:
         language = args.lang or infer_language(path, source).name
     except UnknownLanguage as exc:
         raise CommandError(str(exc)) from None
-    client = _client(args)
+    client = make_client(args)
+    contest = None if args.practice else args.contest or running_contest(client, args.problem)
     body = {"problem": args.problem, "language": language, "source": source,
-            "contest": args.contest, "mode": args.mode}
+            "contest": contest, "mode": args.mode}
     created = client.call("POST", "/api/submissions", body=body).json()
-    print(f"submission {created['id']} queued ({args.mode})")
+    where = f"in contest {contest}" if contest else (
+        "practice: outside any contest" if args.practice else
+        f"practice: no running contest holds {args.problem}")
+    print(f"submission {created['id']} queued ({args.mode}) {where}")
     if not args.wait:
         return EXIT_OK
     return _wait_and_show(client, created["id"], args.timeout)
+
+
+def running_contest(client: Client, problem: str) -> str | None:
+    """The one running contest that holds `problem` (None: none does); several: ask which."""
+    running = [c["slug"] for c in client.call("GET", "/api/contests").json()
+               if c["state"] == "running" and problem in c["problems"]]
+    if len(running) > 1:
+        raise CommandError(f"{problem} is in {len(running)} running contests "
+                           f"({', '.join(running)}): say which with --contest SLUG, or "
+                           "--practice for none")
+    return running[0] if running else None
 
 
 def _wait_and_show(client: Client, submission_id: int, timeout: float) -> int:
@@ -161,7 +176,7 @@ def profile_text(profile: dict | None) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = make_client(args)
     if args.profile:
         reply = client.call("GET", f"/api/submissions/{args.id}/profile.ncu-rep")
         Path(args.profile).write_bytes(reply.body)
@@ -191,7 +206,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_rejudge(args: argparse.Namespace) -> int:
     """Start a rejudge (`--stage`: judged aside), or read a rejudge's diff, apply or cancel a
     staged one."""
-    client = _client(args)
+    client = make_client(args)
     settle = "apply" if args.apply else "cancel" if args.cancel else None
     if settle:
         done = client.call("POST", f"/api/rejudge/{args.apply or args.cancel}/{settle}").json()
@@ -235,7 +250,7 @@ def diff_text(diff: dict) -> str:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """The review list, or a decision on one of its judgings (`--clear`/`--disqualify ID`)."""
-    client = _client(args)
+    client = make_client(args)
     if args.clear or args.disqualify:
         decision, judging = ("cleared", args.clear) if args.clear else ("disqualified",
                                                                          args.disqualify)
@@ -259,7 +274,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 def cmd_sanction(args: argparse.Namespace) -> int:
     """Impose a sanction (ignore, disqualify, ban), lift one, or list them."""
-    client = _client(args)
+    client = make_client(args)
     if args.action == "list":
         rows = client.call("GET", "/api/sanctions", params={"everything": args.all}).json()
         print("no sanctions" if not rows else "\n".join(_sanction_line(row) for row in rows))
@@ -287,7 +302,7 @@ def _sanction_line(row: dict) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     params = {"limit": args.limit, "action": args.action, "actor": args.actor}
-    rows = _client(args).call("GET", "/api/audit", params={k: v for k, v in params.items()
+    rows = make_client(args).call("GET", "/api/audit", params={k: v for k, v in params.items()
                                                            if v is not None}).json()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -303,7 +318,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_clar(args: argparse.Namespace) -> int:
     """Clarifications: read them (and mark them read), ask, answer, announce."""
-    client = _client(args)
+    client = make_client(args)
     if args.action == "ask":
         made = client.call("POST", "/api/clarifications", body={
             "text": args.text, "problem": args.problem, "contest": args.contest}).json()
@@ -344,7 +359,7 @@ def clar_text(row: dict) -> str:
 def cmd_window(args: argparse.Namespace) -> int:
     """My time in a contest (`--start`: start my window), or an organizer gives a user extra
     time (`--extra USER SECONDS`)."""
-    client, path = _client(args), f"/api/contests/{args.contest}"
+    client, path = make_client(args), f"/api/contests/{args.contest}"
     if args.extra:
         name, seconds = args.extra
         if not seconds.isdigit():
@@ -376,7 +391,7 @@ def window_text(mine: dict) -> str:
 def cmd_system_test(args: argparse.Namespace) -> int:
     """A contest's system test: start one (`--start`), or its progress and each row before and
     after."""
-    client, path = _client(args), f"/api/contests/{args.contest}/system-test"
+    client, path = make_client(args), f"/api/contests/{args.contest}/system-test"
     report = (client.call("POST", path, body={"reason": args.reason or ""}) if args.start
               else client.call("GET", path)).json()
     print(f"system test {report['id']} ({report['reason']}): {report['done']} of "
@@ -391,7 +406,7 @@ def cmd_system_test(args: argparse.Namespace) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     params = {"contest": args.contest} if args.contest else {}
-    board = _client(args).call("GET", "/api/leaderboard", params=params).json()
+    board = make_client(args).call("GET", "/api/leaderboard", params=params).json()
     problems = board["problems"]
     if board.get("frozen_at"):
         print(f"frozen at {board['frozen_at']}: the board as it stood then")
@@ -407,14 +422,24 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_problem_reload(args: argparse.Namespace) -> int:
+    """The server reads its problem folders again: a new or changed folder is served only
+    then. Exit 1 when a folder there does not validate (it is not served)."""
+    reply = make_client(args).call("POST", "/api/problems/reload").json()
+    print(f"{len(reply['loaded'])} problems served: {', '.join(reply['loaded']) or '-'}")
+    for folder, issues in reply["invalid"].items():
+        print(f"not served: {folder}: " + "; ".join(issues))
+    return EXIT_FAIL if reply["invalid"] else EXIT_OK
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "event-feed":  # the CCS event feed: what the ICPC resolver reads
         if not args.contest:
             raise CommandError("--format event-feed needs --contest SLUG")
-        print(_client(args).call("GET", f"/api/ccs/contests/{args.contest}/event-feed").text,
+        print(make_client(args).call("GET", f"/api/ccs/contests/{args.contest}/event-feed").text,
               end="")
         return EXIT_OK
-    response = _client(args).call("GET", "/api/export", params={"format": args.format})
+    response = make_client(args).call("GET", "/api/export", params={"format": args.format})
     print(response.text if args.format == "csv" else json.dumps(response.json(), indent=2))
     return EXIT_OK
 
@@ -427,7 +452,7 @@ def register(sub) -> None:
         add(sub)
 
 
-def _client_args(p: argparse.ArgumentParser) -> None:
+def client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", help="default: $KJUDGE_SERVER or the client config")
     p.add_argument("--token", help="default: $KJUDGE_TOKEN or the client config")
 
@@ -437,13 +462,17 @@ def _submit_parser(sub) -> None:
     sm.add_argument("problem")
     sm.add_argument("file")
     sm.add_argument("--lang")
-    sm.add_argument("--contest")
+    where = sm.add_mutually_exclusive_group()
+    where.add_argument("--contest", help="default: the one running contest that holds the "
+                       "problem (asked for when several do)")
+    where.add_argument("--practice", action="store_true",
+                       help="outside any contest (counted on the practice board only)")
     sm.add_argument("--mode", choices=SUBMISSION_MODES, default=RANKED,
                     help="ranked (default): counts; benchmark: timed, counted nowhere; test: "
                     "the sample points only, correctness only, fast")
     sm.add_argument("--wait", action="store_true", help="show progress until the verdict")
     sm.add_argument("--timeout", type=float, default=600)
-    _client_args(sm)
+    client_args(sm)
     sm.set_defaults(func=cmd_submit)
 
 
@@ -457,7 +486,7 @@ def _status_parser(sub) -> None:
     shown.add_argument("--csv", metavar="FILE", help="its results per test point as CSV")
     shown.add_argument("--profile", metavar="FILE", help="a profile submission's Nsight Compute "
                        "report (.ncu-rep)")
-    _client_args(st)
+    client_args(st)
     st.set_defaults(func=cmd_status)
 
 
@@ -476,7 +505,7 @@ def _rejudge_parser(sub) -> None:
                         help="what a rejudge changes (would, if staged): submissions, board rows")
     settle.add_argument("--apply", type=int, metavar="ID", help="a staged rejudge counts")
     settle.add_argument("--cancel", type=int, metavar="ID", help="a staged rejudge never counts")
-    _client_args(rj)
+    client_args(rj)
     rj.set_defaults(func=cmd_rejudge)
 
 
@@ -487,7 +516,7 @@ def _review_parser(sub) -> None:
     decide.add_argument("--disqualify", type=int, metavar="JUDGING", help="it counts nowhere")
     rv.add_argument("--note", default="", help="why (with --clear or --disqualify)")
     rv.add_argument("--undecided", action="store_true", help="only those not decided yet")
-    _client_args(rv)
+    client_args(rv)
     rv.set_defaults(func=cmd_review)
 
 
@@ -512,7 +541,7 @@ def _sanction_parser(sub) -> None:
     ls = kinds.add_parser("list", help="sanctions in force")
     ls.add_argument("--all", action="store_true", help="lifted ones too")
     for p in (ig, dq, bn, lf, ls):
-        _client_args(p)
+        client_args(p)
         p.set_defaults(func=cmd_sanction, submission=None, user=None, team=None,
                        contest=None)
 
@@ -523,7 +552,7 @@ def _audit_parser(sub) -> None:
     au.add_argument("--actor", help="an organizer's name")
     au.add_argument("--limit", type=int, default=50)
     au.add_argument("--json", action="store_true")
-    _client_args(au)
+    client_args(au)
     au.set_defaults(func=cmd_audit)
 
 
@@ -533,7 +562,7 @@ def _clar_parser(sub) -> None:
     cl.add_argument("--contest", help="with ask/announce: about this contest; listing: its own "
                     "and the general ones")
     cl.add_argument("--unread", action="store_true", help="only unread ones")
-    _client_args(cl)
+    client_args(cl)
     cl.set_defaults(func=cmd_clar, action="list")
     clar_actions = cl.add_subparsers(dest="action")
     ask = clar_actions.add_parser("ask", help="a question to the organizers")
@@ -547,7 +576,7 @@ def _clar_parser(sub) -> None:
     ans.add_argument("text")
     ans.add_argument("--public", action="store_true", help="to everyone, not only the asker")
     for p in (ask, ann, ans):
-        _client_args(p)
+        client_args(p)
         p.set_defaults(func=cmd_clar, problem=None, contest=None)
 
 
@@ -559,7 +588,7 @@ def _window_parser(sub) -> None:
     how.add_argument("--start", action="store_true", help="start my window (once)")
     how.add_argument("--extra", nargs=2, metavar=("USER", "SECONDS"),
                      help="set a user's extra time (admin; 0 takes it away)")
-    _client_args(wn)
+    client_args(wn)
     wn.set_defaults(func=cmd_window)
 
 
@@ -570,14 +599,14 @@ def _system_test_parser(sub) -> None:
     sy.add_argument("--start", action="store_true", help="judge the leaders again now (the "
                     "server starts one by itself when a contest ends)")
     sy.add_argument("--reason")
-    _client_args(sy)
+    client_args(sy)
     sy.set_defaults(func=cmd_system_test)
 
 
 def _leaderboard_parser(sub) -> None:
     lb = sub.add_parser("leaderboard", help="the leaderboard")
     lb.add_argument("--contest")
-    _client_args(lb)
+    client_args(lb)
     lb.set_defaults(func=cmd_leaderboard)
 
 
@@ -588,5 +617,5 @@ def _export_parser(sub) -> None:
                     "database; event-feed: a contest's CCS event feed (NDJSON, for the ICPC "
                     "resolver's contest folder)")
     ex.add_argument("--contest", help="with --format event-feed")
-    _client_args(ex)
+    client_args(ex)
     ex.set_defaults(func=cmd_export)

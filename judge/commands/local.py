@@ -302,6 +302,11 @@ def _problem_parser(sub) -> None:
     im.add_argument("--sandbox", help="the backend the baseline is judged in (default: the "
                     "setting)")
     im.set_defaults(func=cmd_import)
+    from judge.commands import client
+    rl = p.add_parser("reload", help="the server reads its problem folders again: a new or "
+                      "changed folder is served only then (admin, over the API)")
+    client.client_args(rl)
+    rl.set_defaults(func=client.cmd_problem_reload)
 
 
 def _image_parser(sub) -> None:

@@ -1,4 +1,4 @@
-"""Server-side commands of `kjudge`, run on the server's host: serve, worker, db, user, contest."""
+"""Server-side commands of `kjudge`, run on the server's host: serve, worker, db, user."""
 
 from __future__ import annotations
 
@@ -361,21 +361,9 @@ def cmd_user_reset(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_contest_unfreeze(args: argparse.Namespace) -> int:
-    from judge.service import audit, contests
-
-    def unfreeze(s) -> None:
-        contests.unfreeze(contests.get_contest(s, args.slug))
-        audit.record(s, None, "contest.unfreeze", args.slug)
-
-    _accounts(unfreeze)
-    print(f"contest {args.slug}: the final board is published")
-    return EXIT_OK
-
-
 def register(sub) -> None:
     """Add the server-side commands to the `kjudge` parser."""
-    for add in (_serve_parser, _worker_parser, _db_parser, _user_parser, _contest_parser):
+    for add in (_serve_parser, _worker_parser, _db_parser, _user_parser):
         add(sub)
 
 
@@ -438,10 +426,3 @@ def _user_parser(sub) -> None:
     ur = u.add_parser("reset", help="give a user a new generated password (ends its sessions)")
     ur.add_argument("name")
     ur.set_defaults(func=cmd_user_reset)
-
-
-def _contest_parser(sub) -> None:
-    c = sub.add_parser("contest", help="contests").add_subparsers(dest="action", required=True)
-    cu = c.add_parser("unfreeze", help="publish a frozen contest's final board now")
-    cu.add_argument("slug")
-    cu.set_defaults(func=cmd_contest_unfreeze)

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judge.service.errors import ServiceError
-from judge.service.models import Contest, User, utcnow
+from judge.service.models import Contest, ProblemRow, User, utcnow
 from judge.service.times import aware
 
 
@@ -53,6 +53,35 @@ def contest_state(contest: Contest, now: datetime | None = None) -> str:
 
 
 CONTEST_TIMES = ("starts_at", "freeze_at", "ends_at", "thaw_at")  # in the order they must come
+
+
+def check_runnable(device: str, languages: list[str] | None,
+                   problems: list[ProblemRow]) -> None:
+    """A 422 naming the field and the fix where the contest's device is no device kind, a
+    language is unknown or cannot run on it, or a problem has no test point for it."""
+    from judge.host.device import DEVICE_KINDS
+    from judge.languages import LANGUAGES
+
+    kind = device.partition(".")[0]
+    if kind not in DEVICE_KINDS:
+        raise ServiceError(422, f"device: {device!r} is no device kind; use one of "
+                                f"{', '.join(DEVICE_KINDS)}, a model after a dot where workers "
+                                "are per model (cuda.h100)")
+    for name in languages or []:
+        language = LANGUAGES.get(name)
+        if language is None:
+            raise ServiceError(422, f"languages: unknown language {name!r}; known: "
+                                    f"{', '.join(LANGUAGES)}")
+        if kind not in language.devices:
+            raise ServiceError(422, f"languages: {name} runs on {'/'.join(language.devices)}, "
+                                    f"not on this contest's device ({device}): leave it out or "
+                                    "change the device")
+    for problem in problems:
+        if problem.devices is not None and kind not in problem.devices:
+            raise ServiceError(422, f"problems: {problem.slug} has no test point for the {kind} "
+                                    f"device (it has {', '.join(problem.devices) or 'none'}): "
+                                    "leave it out, change the device or add a point to its "
+                                    "problem.yaml")
 
 
 def configure_contest(contest: Contest, fields: dict) -> None:

@@ -189,6 +189,7 @@ class Submission(Base):
 
     user: Mapped[User] = relationship()
     problem: Mapped[ProblemRow] = relationship()
+    contest: Mapped[Contest | None] = relationship()
     judgings: Mapped[list[JudgingRow]] = relationship(back_populates="submission",
                                                    order_by="JudgingRow.id")
 

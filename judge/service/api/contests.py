@@ -92,8 +92,14 @@ class ExtraTimeIn(Body):
 
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
-    for slug in fields.get("problems") or []:
-        catalog.get_problem(s, slug)
+    device = fields.get("device", contest.device)
+    problems = [catalog.get_problem(s, slug) for slug in fields.get("problems") or []]
+    contests.check_runnable(device, fields.get("languages"), problems)
+    if "device" in fields and "problems" not in fields:  # the problems it holds, on the new one
+        contests.check_runnable(device, None, [catalog.get_problem(s, slug)
+                                               for slug in contest.problems or []])
+    if "device" in fields and "languages" not in fields and contest.languages:
+        contests.check_runnable(device, contest.languages, [])
     contests.configure_contest(contest, fields)
     windows.refresh(s, contest)  # its times or window moved every participant's end
     counters.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
@@ -201,6 +207,12 @@ def quota(slug: str, problem: str, s: SessionDep, user: UserDep) -> dict:
     contest = contests.visible_contest(s, slug, user)
     return {"quotas": contest.quotas or {}, "left": submissions.quota_left(
         s, user, contest, catalog.get_problem(s, problem))}
+
+
+@router.get("/api/contests/{slug}")
+def contest_one(slug: str, s: SessionDep, user: OptionalUserDep = None) -> dict:
+    """One contest's fields (as the list shows them)."""
+    return contest_view(contests.visible_contest(s, slug, user))
 
 
 @router.get("/api/contests")

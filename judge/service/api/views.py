@@ -71,6 +71,7 @@ def submission_view(submission: Submission, user: User, with_source: bool = True
     latest = submissions.latest_judging(submission)
     view = {
         "id": submission.id, "user": submission.user.name, "problem": submission.problem.slug,
+        "contest": submission.contest.slug if submission.contest else None,
         "language": submission.language, "mode": submission.mode,
         "created_at": submission.created_at,
         "verdict": None, "score": 0.0, "speedup": None, "time_ms": None, "memory_mb": None,
