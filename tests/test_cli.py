@@ -198,3 +198,16 @@ def test_the_api_process_never_imports_torch(tmp_path):
                          timeout=120, env={**os.environ, "KJUDGE_DATA_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_cli_board_marks_unattempted_and_pending_cells():
+    from judge.commands.client import board_text
+
+    board = {"problems": ["vector_add", "softmax"], "teams": False, "rows": [
+        {"rank": 1, "name": "alice", "total": 12.5, "problems": {"vector_add": 12.5},
+         "pending": {"softmax": 2}},
+        {"rank": None, "name": "bob", "total": 0.0, "problems": {}}]}
+    header, alice, bob = board_text(board).splitlines()
+    assert header.split()[:3] == ["rank", "user", "total"]
+    assert alice.split() == ["1", "alice", "12.50", "12.50", "–", "+2?"]
+    assert bob.split() == ["-", "bob", "0.00", "–", "–"]

@@ -545,3 +545,14 @@ def test_a_reference_that_disagrees_with_itself_across_thread_counts_is_named(tm
         why = _order_sensitivity(problem, Reference(problem, "cpu"), problem.tests_for("cpu")[0])
         assert ("disagrees with itself" in why and "ill-conditioned" in why) is ill, why
         assert bool(why) is ill
+
+
+def test_an_imported_kernelbench_problem_reads_well_and_takes_cpp_on_the_cpu(tmp_path):
+    from judge.problem.importers.kernelbench import readable_title
+
+    problem, _ = imported(tmp_path, "kernelbench", "kernelbench/76_Gemm_Add_ReLU.py")
+    assert problem.spec.title == "Gemm Add ReLU (KernelBench #76)"
+    assert "cpp" in problem.spec.languages and (problem.path / "templates/cpp.cpp").is_file()
+    assert readable_title(Path("KernelBench/level2/76_Gemm_Add_ReLU.py")) == \
+        "Gemm Add ReLU (KernelBench level 2, #76)"
+    assert readable_title(Path("matmul.py")) == "matmul (KernelBench)"

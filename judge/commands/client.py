@@ -407,19 +407,34 @@ def cmd_system_test(args: argparse.Namespace) -> int:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     params = {"contest": args.contest} if args.contest else {}
     board = make_client(args).call("GET", "/api/leaderboard", params=params).json()
-    problems = board["problems"]
     if board.get("frozen_at"):
         print(f"frozen at {board['frozen_at']}: the board as it stood then")
     me = board.get("me")
-    if me:
+    if me and me.get("rank") is not None:  # (an organizer has no row)
         live = f"  (now {me['live']['total']:.2f})" if me.get("live") else ""
-        print(f"my rank {me['rank'] or '-'}  my total {me['total']:.2f}{live}")
-    who = "team" if board.get("teams") else "user"
-    print(f"{'rank':>4} {who:<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems))
-    for row in board["rows"]:
-        cells = " ".join(f"{row['problems'].get(p, 0):>12.2f}" for p in problems)
-        print(f"{row['rank'] or '-':>4} {row['name'][:16]:<16} {row['total']:>9.2f} {cells}")
+        print(f"my rank {me['rank']}  my total {me['total']:.2f}{live}")
+    print(board_text(board))
+    if any(row.get("pending") for row in board["rows"]):
+        print("+N?: submissions since the freeze, their results shown at the thaw")
     return EXIT_OK
+
+
+def board_text(board: dict) -> str:
+    """The board as a table: '–' where a row has not solved a problem, '+N?' beside a cell
+    for its submissions since the freeze."""
+    problems = board["problems"]
+    who = "team" if board.get("teams") else "user"
+    lines = [f"{'rank':>4} {who:<16} {'total':>9} " + " ".join(f"{p[:12]:>12}" for p in problems)]
+    for row in board["rows"]:
+        pending = row.get("pending") or {}
+        cells = []
+        for p in problems:
+            score = row["problems"].get(p)
+            cell = "–" if score is None else f"{score:.2f}"
+            cells.append(f"{cell + (f' +{pending[p]}?' if pending.get(p) else ''):>12}")
+        lines.append(f"{row['rank'] or '-':>4} {row['name'][:16]:<16} {row['total']:>9.2f} "
+                     + " ".join(cells))
+    return "\n".join(lines)
 
 
 def cmd_problem_reload(args: argparse.Namespace) -> int:

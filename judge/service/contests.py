@@ -88,6 +88,10 @@ def configure_contest(contest: Contest, fields: dict) -> None:
     """Set a contest's fields (a new one's, or a PATCH's); `thaw_after_end_s` sets `thaw_at`
     from the end. Its times must come in order: start < freeze < end <= thaw."""
     thaw_after = fields.pop("thaw_after_end_s", None)
+    if fields.get("quotas") is not None:  # a cap sent as null is no cap: stored as none at all
+        fields["quotas"] = {mode: {cap: n for cap, n in caps.items() if n is not None}
+                            for mode, caps in fields["quotas"].items()}
+        fields["quotas"] = {mode: caps for mode, caps in fields["quotas"].items() if caps}
     if fields.get("freeze_at") is not None:
         contest.unfrozen_at = None  # a new freeze: the board published before freezes again
     for name, value in fields.items():

@@ -622,3 +622,42 @@ def test_a_queued_submission_shows_its_place_in_the_queue(browser, stack):
     assert "place in the queue\n2" in page.inner_text("#queue-place")
     assert "0 running" in page.inner_text("#queue-place")
     assert page.errors == []
+
+
+def test_organizer_creates_and_edits_a_contest_with_the_form(browser, stack):
+    page = sign_in(browser, stack, stack.admin)
+    page.goto(stack.url + "/#/admin")
+    page.wait_for_selector("#contests")
+    page.click("#contest-editor summary")
+    page.fill("#contest-form input[name=slug]", "spring")
+    page.fill("#contest-form input[name=title]", "Spring round")
+    page.fill("#contest-form input[name=problems]", "vector_add")
+    page.fill("#contest-form input[name=languages]", "cuda")
+    page.fill("#contest-form input[name=starts_at]", "2098-03-01T10:00")
+    page.fill("#contest-form input[name=ends_at]", "2098-03-01T13:00")
+    page.fill("#contest-form input[name=freeze_at]", "2098-03-01T14:00")
+    page.click("#contest-save")
+    # refused by field: the language first (the device is the CPU), then the freeze
+    page.wait_for_selector("#contest-result .error:has-text('languages: cuda runs on cuda')")
+    page.fill("#contest-form input[name=languages]", "cpp, torch")
+    page.click("#contest-save")
+    page.wait_for_selector("#contest-result .error:has-text('ends_at must come after freeze_at')")
+    page.fill("#contest-form input[name=freeze_at]", "2098-03-01T12:00")
+    page.fill("#contest-form input[name=per_hour]", "6")
+    page.click("#contest-save")
+    page.wait_for_selector("#contest-saved")
+    page.wait_for_selector("tr[data-contest='spring']:has-text('Spring round')")
+    made = stack.call("GET", "/api/contests/spring", stack.admin).json()
+    assert made["languages"] == ["cpp", "torch"] and made["quotas"] == {
+        "ranked": {"per_hour": 6}}
+    assert made["state"] == "not_started" and made["freeze_at"] < made["ends_at"]
+    page.click("[data-edit='spring']")  # the form filled with its fields, changed, saved
+    assert page.input_value("#contest-form input[name=freeze_at]") == "2098-03-01T12:00"
+    page.fill("#contest-form input[name=title]", "Spring round (final)")
+    page.click("#contest-save")
+    page.wait_for_selector("tr[data-contest='spring']:has-text('Spring round (final)')")
+    edited = stack.call("GET", "/api/contests/spring", stack.admin).json()
+    assert edited["ends_at"] == made["ends_at"] and edited["quotas"] == made["quotas"]
+    shot(page, "contest-form")
+    assert page.errors == []
+    page.close()

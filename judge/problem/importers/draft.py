@@ -27,8 +27,9 @@ from judge.problem.schema import TODO_MARKER
 from judge.signature import Arg
 
 # an imported problem's languages: CUDA, every language with a starter (the Python kernel
-# languages), and torch, the baseline's own
+# languages), and torch, the baseline's own; C++ too where it has a CPU point to run on
 LANGUAGES = ("cuda", *sorted(n for n, x in REGISTRY.items() if x.starter_imports), "torch")
+CPU_LANGUAGES = ("cpp",)  # every dtype has a host C type (judge/harness/protocol.py DTYPES)
 SLUG_CHARS = re.compile(r"[^a-z0-9_]+")
 CPU_POINT_BYTES = 64 * 2**20  # the largest CPU sample point an importer makes
 
@@ -127,7 +128,7 @@ def write(draft: Draft, out: Path) -> Path:
 def _write(draft: Draft, out: Path) -> None:
     spec = {
         "title": draft.title,
-        "languages": list(LANGUAGES),
+        "languages": languages(draft),
         "signature": draft.signature,
         "checker": draft.checker,
         "tolerance": draft.tolerance,
@@ -148,7 +149,7 @@ def _write(draft: Draft, out: Path) -> None:
         (out / name).write_text(text)
     templates = out / "templates"
     templates.mkdir()
-    for name in LANGUAGES:
+    for name in languages(draft):
         language = get_language(name)
         text = draft.baseline if name == "torch" else starter(name, draft.signature)
         (templates / f"{name}{language.extensions[0]}").write_text(text)
@@ -158,6 +159,13 @@ def _write(draft: Draft, out: Path) -> None:
         (out / "source").mkdir()
         for name, path in draft.sources.items():
             shutil.copyfile(path, out / "source" / name)
+
+
+def languages(draft: Draft) -> list[str]:
+    """What an imported problem admits: LANGUAGES, and CPU_LANGUAGES where a point runs on
+    the CPU."""
+    on_cpu = any("cpu" in t.get("devices", ["cpu"]) for t in draft.tests)
+    return [*LANGUAGES, *(CPU_LANGUAGES if on_cpu else ())]
 
 
 def _yaml(spec: dict) -> str:
@@ -197,6 +205,9 @@ def starter(language: str, signature: list[dict]) -> str:
     if language == "cuda":
         return ("\n".join(c_headers(signature)) + "\n\n// device pointers; launch on the default "
                 "stream\n" + declaration + " {\n    // your kernel launches here\n}\n")
+    if language in CPU_LANGUAGES:
+        return ("#include <cstdint>\n\n// host pointers (the CPU device)\n" + declaration
+                + " {\n    // your loops here\n}\n")
     package = get_language(language).starter_imports
     outputs = ", ".join(a.name for a in args if a.role == "output")
     return (f"{package}\n\n{declaration}\n    # write {outputs} with your kernel\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import re
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,7 @@ def convert(source: Path) -> Draft:
         runs = _run_on_cpu(module, constants, points[0][1], forward_args, source.name)
         atol, eval_mode, notes = _cpu_run_notes(runs, tol)
     return Draft(
-        slug=slug_for(source), title=source.stem, source_format=FORMAT,
+        slug=slug_for(source), title=readable_title(source), source_format=FORMAT,
         signature=signature, tests=tests,
         tolerance={"rtol": tol, "atol": atol, "matched_ratio": 1.0}, checker="allclose",
         tolerance_note=(
@@ -303,6 +304,18 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
             frozen.add(knob)
     return (current, result) if result["bytes"] <= MODEL_CPU_POINT_BYTES else (
         None, result["bytes"])
+
+
+def readable_title(source: Path) -> str:
+    """'76_Gemm_Add_ReLU.py' in level2/ -> 'Gemm Add ReLU (KernelBench level 2, #76)'."""
+    number, _, name = source.stem.partition("_")
+    if not number.isdigit() or not name:
+        number, name = "", source.stem
+    name = " ".join(name.replace("_", " ").split())
+    level = re.fullmatch(r"level(\d+)", source.parent.name)
+    where = ", ".join(([f"level {level.group(1)}"] if level else [])
+                      + ([f"#{number}"] if number else []))
+    return f"{name} (KernelBench{' ' + where if where else ''})"
 
 
 def _run_on_cpu(module, constants: FileConstants, values: dict, forward_args: list[str],

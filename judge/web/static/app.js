@@ -423,12 +423,13 @@ async function submissionsPage() {
   const load = async () => {
     const rows = await api(`/api/submissions?${params}`);
     if (left()) return false;
-    $("#subs").innerHTML = `<tr><th>#</th>${admin || state.team ? "<th>user</th>" : ""}<th>problem</th>
+    $("#subs").innerHTML = `<tr><th>#</th>${admin || state.team ? "<th>user</th>" : ""}<th>problem</th><th>contest</th>
       <th class="hide-narrow">language</th><th>verdict</th><th class="num">score</th>
       <th class="num">speedup</th><th class="num hide-narrow">time ms</th>
       <th class="num hide-narrow">memory MB</th><th class="hide-narrow">submitted</th></tr>` +
       rows.map((r) => `<tr data-id="${r.id}"><td><a href="#/submissions/${r.id}">${r.id}</a></td>
         ${admin || state.team ? `<td>${esc(r.user)}</td>` : ""}<td>${esc(r.problem)}</td>
+        <td class="contest">${r.contest ? esc(r.contest) : '<span class="muted">practice</span>'}</td>
         <td class="hide-narrow">${esc(r.language)}</td>
         <td class="state">${r.state === "DONE" ? verdict(r.verdict) : verdict(null, r.state)}${
           r.mode !== "ranked" ? ` <span class="muted mode">${esc(r.mode)}</span>` : ""}${
@@ -536,6 +537,8 @@ async function submissionPage(id) {
         <div class="card" id="mode-card">mode<b>${esc(r.mode)}</b><span class="muted">${
           r.mode === "ranked" ? "counts on the boards" : r.mode === "test" ? "samples only, counted nowhere"
           : r.mode === "profile" ? "under Nsight Compute, counted nowhere" : "timed, counted nowhere"}</span></div>
+        <div class="card" id="contest-card">contest<b>${r.contest ? esc(r.contest) : "–"}</b>
+          <span class="muted">${r.contest ? "counts on its board" : "practice: outside any contest"}</span></div>
         <div class="card">problem<b><a href="#/problems/${esc(r.problem)}">${esc(r.problem)}</a></b>
           <span class="muted">version ${esc(r.problem_version || "–")}</span></div>
         <div class="card">judged by<b>${esc(r.worker || "–")}</b><span class="muted">${when(r.finished_at)}</span></div>
@@ -676,7 +679,8 @@ async function leaderboardPage() {
   const open = state.name ? contests : contests.filter((c) => c.public);
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
   const fallback = (open.find((c) => c.state === "running") || open[open.length - 1] || {}).slug;
-  const chosen = params.has("contest") ? params.get("contest") : (state.name ? "" : fallback);
+  // the running contest's board first (else the latest); "All submissions" is one choice away
+  const chosen = params.has("contest") ? params.get("contest") : (fallback || "");
   if (!state.name && !chosen) {
     view().innerHTML = `<h1>Leaderboard</h1><p>No contest has a public board. <a href="#/signin">Sign in</a> to see yours.</p>`;
     return;
@@ -699,7 +703,7 @@ async function leaderboardPage() {
         <div class="card">my total<b>${num(me.total)}</b></div>
         ${me.live ? `<div class="card" id="my-live">mine now<b>${num(me.live.total)}</b></div>` : ""}</div>` : ""}
       <div class="scroll"><table id="board"><tr><th class="num">rank</th><th>${who}</th><th class="num">total</th>
-        ${board.problems.map((p) => `<th class="num">${esc(p)}</th>`).join("")}</tr>
+        ${board.problems.map((p) => `<th class="num" title="${esc(p)}">${esc(p.length > 14 ? `${p.slice(0, 13)}…` : p)}</th>`).join("")}</tr>
       ${board.rows.map((r) => `<tr class="${me && r.name === me.name && !!r.team === me.team ? "me" : ""}"><td class="num">${r.rank ?? "–"}</td>
         <td>${esc(r.name)}${r.members ? ` <span class="muted">${esc(r.members.join(", "))}</span>` : ""}</td><td class="num">${num(r.total)}</td>
         ${board.problems.map((p) => `<td class="num">${num(r.problems[p])}${pending(r, p)}</td>`).join("")}</tr>`).join("")}
@@ -744,6 +748,30 @@ async function adminPage() {
     <h2>Problems</h2><button id="reload" class="secondary">Reload problem folders</button>
     <div id="reload-result"></div>
     <h2>Contests</h2><table id="contests"></table>
+    <details id="contest-editor"><summary id="contest-editor-title">Create a contest</summary>
+      <form id="contest-form" class="stack">
+        <p class="muted">Times are your browser's local time. Edit fills the form with a
+          contest's fields: what you empty is cleared. The judge names the field it cannot take
+          (a freeze after the end, a language the device cannot run).</p>
+        <div class="row"><input name="slug" placeholder="slug: cup-2026" required pattern="[a-z0-9_-]{1,64}">
+          <input name="title" placeholder="title" size="30"></div>
+        <div class="row"><input name="problems" placeholder="problems: vector_add, softmax" size="40">
+          <input name="languages" placeholder="languages (empty: each problem's own)" size="30">
+          <input name="device" placeholder="device: cpu, cuda.h100" size="14"></div>
+        <div class="row"><label>starts <input name="starts_at" type="datetime-local"></label>
+          <label>freeze <input name="freeze_at" type="datetime-local"></label>
+          <label>ends <input name="ends_at" type="datetime-local"></label>
+          <label>thaw <input name="thaw_at" type="datetime-local"></label></div>
+        <div class="row"><label>per-user window (min) <input name="window_min" type="number" min="1" size="6"></label>
+          <label>ranked per hour <input name="per_hour" type="number" min="0" size="5"></label>
+          <label>ranked in all <input name="per_contest" type="number" min="0" size="5"></label></div>
+        <div class="row"><label><input type="checkbox" name="public"> public (listed before it starts; board without signing in)</label>
+          <label><input type="checkbox" name="teams"> ranked by team</label>
+          <label><input type="checkbox" name="system_test" checked> system test at the end</label></div>
+        <div class="row"><button type="submit" id="contest-save">Create</button>
+          <button type="button" class="secondary" id="contest-new">New contest</button></div>
+        <div id="contest-result"></div>
+      </form></details>
     <h2>Users</h2><form id="adduser" class="row"><input name="name" placeholder="name" required>
       <input name="team" placeholder="team (optional)">
       <label><input type="checkbox" name="admin"> admin</label><button type="submit">Add user</button></form>
@@ -845,10 +873,14 @@ async function adminPage() {
           <button class="secondary" data-systest-show="${esc(c.slug)}">Before / after</button>
           <a class="ccs" href="/api/ccs/contests/${esc(c.slug)}/event-feed" download="event-feed.ndjson"
             title="the ICPC CCS Contest API's event feed, for the resolver (base URL /api/ccs)">Event feed</a>
+          <button class="secondary" data-edit="${esc(c.slug)}">Edit</button>
           <form class="row extra" data-extra="${esc(c.slug)}"><input name="user" placeholder="user" size="8" required>
             <input name="minutes" type="number" min="0" placeholder="extra min" size="5" required>
             <button class="secondary" type="submit">Extra time</button></form></td></tr>`).join("")
       || '<tr><td colspan="6" class="muted">no contests</td></tr>') + '<tr><td colspan="6" id="systest"></td></tr>';
+    for (const button of view().querySelectorAll("[data-edit]")) {
+      button.onclick = () => editContest(contests.find((c) => c.slug === button.dataset.edit));
+    }
     for (const button of view().querySelectorAll("[data-unfreeze]")) {
       button.onclick = async () => {
         await api(`/api/contests/${encodeURIComponent(button.dataset.unfreeze)}/unfreeze`, { method: "POST" });
@@ -982,8 +1014,66 @@ async function adminPage() {
       await loadUsers();
     } catch (e) { $("#user-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
   };
+  const editContest = (c) => {  // the form filled with a contest's fields (null: a new one)
+    const form = $("#contest-form");
+    form.reset();
+    form.dataset.editing = c ? c.slug : "";
+    form.otherQuotas = c ? { ...(c.quotas || {}) } : {};  // modes the form does not show, kept
+    form.slug.readOnly = !!c;
+    $("#contest-editor-title").textContent = c ? `Edit contest ${c.slug}` : "Create a contest";
+    $("#contest-save").textContent = c ? "Save" : "Create";
+    $("#contest-result").innerHTML = "";
+    if (c) {
+      form.slug.value = c.slug; form.title.value = c.title;
+      form.problems.value = c.problems.join(", ");
+      form.languages.value = (c.languages || []).join(", ");
+      form.device.value = c.device;
+      for (const name of ["starts_at", "freeze_at", "ends_at", "thaw_at"]) form[name].value = localInput(c[name]);
+      form.window_min.value = c.window_s ? c.window_s / 60 : "";
+      const ranked = (c.quotas || {}).ranked || {};
+      form.per_hour.value = ranked.per_hour ?? ""; form.per_contest.value = ranked.per_contest ?? "";
+      form.public.checked = c.public; form.teams.checked = c.teams; form.system_test.checked = c.system_test;
+    }
+    $("#contest-editor").open = true;
+  };
+  $("#contest-new").onclick = () => editContest(null);
+  $("#contest-form").onsubmit = async (event) => {
+    event.preventDefault();
+    const form = event.target, editing = form.dataset.editing;
+    const list = (name) => form[name].value.split(",").map((x) => x.trim()).filter(Boolean);
+    const body = { title: form.title.value || form.slug.value, problems: list("problems"),
+      public: form.public.checked, teams: form.teams.checked, system_test: form.system_test.checked };
+    if (form.device.value) body.device = form.device.value.trim();
+    body.languages = list("languages").length ? list("languages") : null;
+    for (const name of ["starts_at", "freeze_at", "ends_at", "thaw_at"]) {
+      body[name] = form[name].value ? new Date(form[name].value).toISOString() : null;
+    }
+    body.window_s = form.window_min.value ? Math.round(form.window_min.value * 60) : null;
+    const cap = (name) => form[name].value === "" ? null : Number(form[name].value);
+    const ranked = { per_hour: cap("per_hour"), per_contest: cap("per_contest") };
+    body.quotas = { ...(form.otherQuotas || {}) };
+    delete body.quotas.ranked;
+    if (ranked.per_hour !== null || ranked.per_contest !== null) body.quotas.ranked = ranked;
+    try {
+      if (editing) {
+        await api(`/api/contests/${encodeURIComponent(editing)}`, { method: "PATCH", body });
+      } else {
+        if (!body.problems.length) throw new Error("problems: name at least one");
+        for (const name of Object.keys(body)) if (body[name] === null) delete body[name];
+        await api("/api/contests", { method: "POST", body: { slug: form.slug.value, ...body } });
+      }
+      $("#contest-result").innerHTML = `<p id="contest-saved">Contest ${esc(editing || form.slug.value)} saved.</p>`;
+      await loadContests();
+    } catch (e) { $("#contest-result").innerHTML = `<p class="error">${esc(e.message)}</p>`; }
+  };
   await Promise.all([loadQueue(), loadReview(), loadSanctions(), loadRejudges(), loadUsers(),
     loadContests()]);
+}
+
+function localInput(iso) {  // an ISO time as a datetime-local input's value, in local time
+  if (!iso) return "";
+  const d = new Date(iso);
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
 }
 
 async function clarificationsPage() {
