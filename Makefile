@@ -52,7 +52,7 @@ lint: venv
 
 test: venv system-deps editor
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=60 tests
 
 serve: venv system-deps
 	@$(MAKE) --no-print-directory editor || echo "the editor was not built (no npm registry?): the submit form is a plain textarea"
