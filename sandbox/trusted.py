@@ -2,7 +2,7 @@
 
 It isolates nothing (host files, network, other processes: a `kill(-1, …)` from a run as root
 would end every process of the machine) and exists for one case: the device self-test on a
-machine where no isolating backend works (a lent GPU machine under gVisor or Firecracker, without
+machine where no isolating backend works (a rented GPU machine under gVisor or Firecracker, without
 bubblewrap or Docker, or where namespaces cannot be made), running only the problems' bundled
 self-tests and the judge's own test kernels. It is not in the registry (`sandbox.BACKENDS`: it
 defines no `BACKEND`):

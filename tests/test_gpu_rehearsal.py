@@ -1,14 +1,14 @@
-"""The device self-test rehearsed in a container laid out like the lent GPU machine.
+"""The device self-test rehearsed in a container laid out like a bare GPU machine.
 
-No GPU has been lent to this project yet; when one is, `bash deploy/gpu-selftest.sh` gets one
-15-minute try. This runs the same script here first, as that machine will run it: python3 is a
-venv (/opt/torch/.venv) holding only the image's packages (the device tool's KINDS.md list, read
-2026-11-17), the judge's others come from the carried bundle (deploy/fetch-gpu-wheels.sh, made
-here for this Python), no bubblewrap on the system (the carried one finds no namespaces: the
-container has no privileges), cgroups read-only, no network, the working tree as the device tool
-copies it (tracked and untracked-not-ignored files, and the carried .whl). It must go as far as
-the missing GPU (exit 3, with the device row), and with DEVICE=cpu run every stage a CPU can.
-"""
+An organizer's GPU machine may be a rented instance with a PyTorch image and no network, on which
+`bash deploy/gpu-selftest.sh` gets one short try. This runs the same script here first, as such a
+machine will run it: python3 is a venv (/opt/torch/.venv) holding only the image's packages
+(torch, Triton, numpy and their own), the judge's others come from the carried bundle
+(deploy/fetch-gpu-wheels.sh, made here for this Python), no bubblewrap on the system (the carried
+one finds no namespaces: the container has no privileges), cgroups read-only, no network, the
+working tree as a copy of the checkout (tracked and untracked-not-ignored files, and the carried
+.whl). It must go as far as the missing GPU (exit 3, with the device row), and with DEVICE=cpu
+run every stage a CPU can."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _name(dist: metadata.Distribution) -> str:
 
 
 def _image_venv(folder: Path) -> Path:
-    """/opt/torch/.venv as the lent image has it: a venv of the system Python holding the
+    """/opt/torch/.venv as such an image has it: a venv of the system Python holding the
     image's packages (hard links of this environment's copies: torch is 750 MB)."""
     base = sys._base_executable
     subprocess.run([base, "-m", "venv", "--without-pip", folder], check=True)
@@ -85,8 +85,8 @@ def _image_venv(folder: Path) -> Path:
 
 
 def _work_tree(folder: Path) -> Path:
-    """What the device tool sends: tracked and untracked-not-ignored files, and the carried
-    .whl (a bundle for this Python, and this machine's bubblewrap)."""
+    """A copy of the checkout as it goes to a GPU machine: tracked and untracked-not-ignored
+    files, and the carried .whl (a bundle for this Python, and this machine's bubblewrap)."""
     listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
                             check=True, capture_output=True).stdout.split(b"\0")
     for name in filter(None, listed):

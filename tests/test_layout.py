@@ -97,9 +97,9 @@ def test_imports_inside_functions_only_where_they_keep_a_heavy_one_off():
 
 
 def test_every_module_is_named_in_the_readmes_table():
-    """README's "Where things are" names every module of the judge (its migrations and the
+    """ARCHITECTURE.md's "Where things are" names every module of the judge (its migrations and the
     problem template's files aside), so that a newcomer finds each room from there."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "ARCHITECTURE.md").read_text()
     section = readme.split("## Where things are", 1)[1].split("\n## ", 1)[0]
     unnamed = [str(path.relative_to(ROOT)) for path in _modules().values()
                if path.name != "__init__.py" and "migrations" not in path.parts

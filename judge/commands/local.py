@@ -290,7 +290,7 @@ def _problem_parser(sub) -> None:
     from judge.problem.importers import FORMATS
     im = p.add_parser("import", help="a problem folder from another format")
     im.add_argument("--from", dest="format", required=True, choices=FORMATS)
-    im.add_argument("source", help="the format's file or folder (see README 'Add a problem')")
+    im.add_argument("source", help="the format's file or folder (see docs/problems.md, 'Adding a problem')")
     im.add_argument("--out", help="the folder to write (default: --dir/<the problem's name>)")
     im.add_argument("--dir", default=str(problems_root()))
     im.add_argument("--draft", action="store_true",

@@ -29,7 +29,7 @@ def sandbox_for(device: DeviceInfo, name: str | None = None) -> Sandbox:
 
 def sandbox_for_self_tests(device: DeviceInfo) -> Sandbox:
     """For code the judge's organizers wrote (bundled self-tests, the judge's test kernels) on a
-    machine lent for a self-test: the strongest backend that works here — an isolating one, else
+    GPU machine rented for a self-test: the strongest backend that works here — an isolating one, else
     `process` (namespaces, host files visible), else `trusted` (sandbox/trusted.py: nothing
     isolated). Never a default for anything else."""
     for name in ("auto", "process"):

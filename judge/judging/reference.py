@@ -11,12 +11,14 @@ import hashlib
 import importlib.util
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
+from checkers import check_outputs, get_checker
 from judge.problem import exprs
 from judge.problem.schema import Problem, TestPoint
 
@@ -115,10 +117,6 @@ class Reference:
         ('' when nothing), as the judge calls it: a timed round's sets drawn and its kept calls
         checked on every CPU at once. Draws must be equal; the reference's outputs within the
         problem's tolerance (a sum may run in another order on another thread)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        from checkers import check_outputs, get_checker
-
         alone = [self.inputs(test, seed) for seed in seeds]
         expected = [self.expected(test, inputs) for inputs in alone]
         with ThreadPoolExecutor(4) as pool:

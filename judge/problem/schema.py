@@ -1,6 +1,6 @@
 """Problem folders: the `problem.yaml` schema, loading, and errors that name file, field and fix.
 
-A problem folder (see README "Adding a problem") holds problem.yaml, statement.md, the trusted
+A problem folder (see docs/problems.md, "Adding a problem") holds problem.yaml, statement.md, the trusted
 reference (reference.py), a baseline, one starter template per allowed language under
 templates/, and self-test submissions under solutions/<expected verdict>/.
 """
@@ -218,7 +218,7 @@ def _fix_for(error: dict) -> str:
         return "add this key"
     if kind == "literal_error":
         return "use one of the values listed"
-    return "see README 'Adding a problem' for the schema"
+    return "see docs/problems.md, 'Adding a problem', for the schema"
 
 
 def _field_path(loc: tuple) -> str:

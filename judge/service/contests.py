@@ -7,6 +7,8 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from judge.host.device import DEVICE_KINDS
+from judge.languages import LANGUAGES
 from judge.service.errors import ServiceError
 from judge.service.models import Contest, ProblemRow, User, utcnow
 from judge.service.times import aware
@@ -59,9 +61,6 @@ def check_runnable(device: str, languages: list[str] | None,
                    problems: list[ProblemRow]) -> None:
     """A 422 naming the field and the fix where the contest's device is no device kind, a
     language is unknown or cannot run on it, or a problem has no test point for it."""
-    from judge.host.device import DEVICE_KINDS
-    from judge.languages import LANGUAGES
-
     kind = device.partition(".")[0]
     if kind not in DEVICE_KINDS:
         raise ServiceError(422, f"device: {device!r} is no device kind; use one of "

@@ -14,7 +14,7 @@ def cuda():
 
 @pytest.fixture(scope="session")
 def gpu_sandbox(cuda):
-    """The strongest sandbox that works here, with the GPU's device nodes (a lent machine may
+    """The strongest sandbox that works here, with the GPU's device nodes (a rented machine may
     have no bubblewrap or Docker: these kernels are the judge's own and its hostile tests',
     which the self-test runs only where one isolates them; see test_gpu_hostile.py)."""
     from judge.host.sandbox import sandbox_for_self_tests
