@@ -35,7 +35,7 @@ class Client:
         self.token = token or config.token or saved.get("token")
 
     def call(self, method: str, path: str, body: dict | None = None,
-             params: dict | None = None) -> Reply:
+             params: dict | None = None, raw: tuple[bytes, str] | None = None) -> Reply:
         """One API request (the standard library's client: `kjudge status` starts in a fraction
         of what importing an HTTP package costs); a 4xx/5xx is a CommandError with its text."""
         import urllib.error
@@ -47,6 +47,8 @@ class Client:
         data = None
         if body is not None:
             data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+        if raw is not None:  # (bytes, their content type)
+            data, headers["Content-Type"] = raw
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -445,6 +447,30 @@ def cmd_problem_reload(args: argparse.Namespace) -> int:
     for folder, issues in reply["invalid"].items():
         print(f"not served: {folder}: " + "; ".join(issues))
     return EXIT_FAIL if reply["invalid"] else EXIT_OK
+
+
+def cmd_problem_sync(args: argparse.Namespace) -> int:
+    """Send a problem folder to the server (a remote one: no shell on its host needed), which
+    puts it in place of its folder of that name once it validates, and reloads."""
+    import io
+    import tarfile
+
+    folder = Path(args.folder)
+    if not (folder / "problem.yaml").is_file():
+        raise CommandError(f"{folder} holds no problem.yaml: a problem folder is needed")
+    slug = args.slug or folder.resolve().name
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            if "__pycache__" in path.parts or path.is_symlink():
+                continue
+            tar.add(path, arcname=str(path.relative_to(folder)), recursive=False)
+    reply = make_client(args).call("PUT", f"/api/problems/{slug}/folder",
+                                   raw=(packed.getvalue(), "application/gzip")).json()
+    print(f"{slug}: sent ({len(packed.getvalue()) // 1024} KiB) and served")
+    for name, issues in reply["invalid"].items():
+        print(f"not served: {name}: " + "; ".join(issues))
+    return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:

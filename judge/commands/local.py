@@ -307,6 +307,12 @@ def _problem_parser(sub) -> None:
                       "changed folder is served only then (admin, over the API)")
     client.client_args(rl)
     rl.set_defaults(func=client.cmd_problem_reload)
+    sy = p.add_parser("sync", help="send a problem folder to the server, which serves it once "
+                      "it validates (admin, over the API; for a server on another host)")
+    sy.add_argument("folder")
+    sy.add_argument("--slug", help="the problem's name there (default: the folder's)")
+    client.client_args(sy)
+    sy.set_defaults(func=client.cmd_problem_sync)
 
 
 def _image_parser(sub) -> None:

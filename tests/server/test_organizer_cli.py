@@ -4,9 +4,11 @@ new problem folder served once reloaded; submissions that find their contest."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -149,3 +151,50 @@ def test_unfreeze_over_the_api(server):
     assert "final board is published" in ok(kjudge(server, "contest", "unfreeze", "frozen"))
     assert not server.call("GET", "/api/contests/frozen", server.admin).json()["frozen"]
     ok(kjudge(server, "contest", "edit", "frozen", "--end=-1m"))
+
+
+def _archive(entries: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for info, data in entries:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return packed.getvalue()
+
+
+def _link(name: str, target: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info
+
+
+def test_a_problem_folder_synced_from_a_client_is_served(server, tmp_path):
+    mine = tmp_path / "synced"
+    shutil.copytree(QUICK_ADD, mine)
+    sent = ok(kjudge(server, "problem", "sync", mine))
+    assert "synced: sent" in sent and (server.problems / "synced" / "problem.yaml").is_file()
+    assert server.call("GET", "/api/problems/synced", server.admin).status_code == 200
+    # a broken one changes nothing: the folder there stays, still served
+    (mine / "problem.yaml").write_text("title: [unclosed\n")
+    broken = kjudge(server, "problem", "sync", mine)
+    assert broken.returncode == 2 and "does not validate" in broken.stderr
+    assert "Quick add" in (server.problems / "synced" / "problem.yaml").read_text()
+    contestant = server.token_for("sync_student")
+    refused = kjudge(server, "problem", "sync", QUICK_ADD, "--slug", "other", token=contestant)
+    assert refused.returncode == 2 and refused.stderr.startswith("kjudge: 403")
+
+
+@pytest.mark.parametrize("entry,fragment", [
+    (tarfile.TarInfo("../escape.txt"), "outside the folder"),
+    (tarfile.TarInfo("/etc/evil"), "outside the folder"),
+    (_link("reference.py", "/etc/passwd"), "no links"),
+])
+def test_a_hostile_archive_is_refused_and_writes_nothing(server, entry, fragment):
+    before = sorted(p.name for p in server.problems.parent.iterdir())
+    body = _archive([(entry, b"" if entry.issym() else b"x")])
+    answer = server.call("PUT", "/api/problems/evil/folder", server.admin, content=body)
+    assert answer.status_code == 422 and fragment in answer.json()["error"]
+    assert not (server.problems / "evil").exists()
+    assert sorted(p.name for p in server.problems.parent.iterdir()) == before
+    garbage = server.call("PUT", "/api/problems/evil/folder", server.admin, content=b"not a tar")
+    assert garbage.status_code == 422 and "cannot be read" in garbage.json()["error"]

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from judge import web
-from judge.service import broker, db, metrics
+from judge.service import broker, db, metrics, uploads
 from judge.service.errors import ServiceError
 from judge.settings import Settings, settings
 
@@ -66,13 +66,20 @@ class BodyLimit:
     def __init__(self, app, limit: int):
         self.app, self.limit = app, limit
 
+    def limit_for(self, scope) -> int:
+        """A problem folder's upload (an organizer's, checked before it is read) may be larger."""
+        if scope["method"] == "PUT" and scope["path"].endswith(uploads.ROUTE_SUFFIX):
+            return uploads.MAX_ARCHIVE_BYTES
+        return self.limit
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit = self.limit_for(scope)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
+        if length is not None and (not length.isdigit() or int(length) > limit):
             status = 400 if not length.isdigit() else 413
-            return await JSONResponse({"error": self._message(length)},
+            return await JSONResponse({"error": self._message(length, limit)},
                                       status_code=status)(scope, receive, send)
         seen = 0
 
@@ -80,15 +87,16 @@ class BodyLimit:
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.limit:  # FastAPI passes an HTTPException out of its body reading
-                raise HTTPException(413, self._message(None))
+            if seen > limit:  # FastAPI passes an HTTPException out of its body reading
+                raise HTTPException(413, self._message(None, limit))
             return message
         return await self.app(scope, counted, send)
 
-    def _message(self, length: bytes | None) -> str:
+    @staticmethod
+    def _message(length: bytes | None, limit: int) -> str:
         if length is not None and not length.isdigit():
             return "Content-Length is not a number of bytes"
-        return f"the request body is over {self.limit // 1024} KiB"
+        return f"the request body is over {limit // 1024} KiB"
 
 
 def _janitor(app: FastAPI, stop: threading.Event) -> None:

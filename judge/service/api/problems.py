@@ -3,13 +3,14 @@ reloading the problem folders."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
 from judge import signature
 from judge.languages import get_language
 from judge.problem.schema import ProblemError, load_problem
-from judge.service import boards, catalog, contests, errors
+from judge.service import boards, catalog, contests, errors, uploads
 from judge.service.api.views import render_markdown
 from judge.service.deps import AuditDep, OptionalUserDep, SessionDep, SettingsDep
 from judge.service.models import ProblemRow
@@ -63,8 +64,21 @@ def problem(slug: str, s: SessionDep, user: OptionalUserDep = None) -> dict:
 
 @router.post("/api/problems/reload")
 def reload_problems(s: SessionDep, config: SettingsDep, audit_log: AuditDep) -> dict:
+    """Read the problem folders again: a new or changed folder is served from now on."""
     invalid = catalog.sync_problems(s, config)
     loaded = s.scalars(select(ProblemRow.slug).where(ProblemRow.active)).all()
     audit_log("problems.reload", "problems", loaded=sorted(loaded),
               invalid=sorted(invalid) or None)
     return {"loaded": sorted(loaded), "invalid": invalid}
+
+
+@router.put("/api/problems/{slug}" + uploads.ROUTE_SUFFIX)
+async def upload_problem(slug: str, request: Request, s: SessionDep, config: SettingsDep,
+                         audit_log: AuditDep) -> dict:
+    """A problem folder as a gzipped tar (`kjudge problem sync`; body up to 64 MiB): put in
+    place of the folder `slug` once it unpacks safely and validates, then the folders are
+    reloaded (as /api/problems/reload answers)."""
+    archive = await request.body()
+    await run_in_threadpool(uploads.install, config.problems_dir, slug, archive)
+    audit_log("problems.upload", slug, bytes=len(archive))
+    return await run_in_threadpool(reload_problems, s, config, audit_log)
