@@ -1,5 +1,5 @@
 """docs/api.md, made from the OpenAPI document the server serves: every route with what it does,
-who may call it, its parameters and its body's fields. `python -m judge.service.api.reference >
+its parameters and its body's fields. `python -m judge.service.api.reference >
 docs/api.md` writes it; a test fails when the file and the routes disagree."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ at `/docs`) by `python -m judge.service.api.reference > docs/api.md`; a test fai
 and the routes disagree. Send a token as `Authorization: Bearer TOKEN` (or sign in with
 `POST /api/session` for a cookie). Errors are `{"error": "…what to fix…"}` with 400, 401, 403,
 404, 405, 409, 413, 422 or 429, and 503 with `Retry-After` while the database is unreachable;
-request bodies over 6 × a problem's source limit are refused unread.
+request bodies over 6 × a problem's source limit are refused unread (a problem folder's upload:
+64 MiB).
 """
 METHODS = ("get", "post", "put", "patch", "delete")
 CREDENTIALS = ("header", "cookie")  # every route reads them: said once, above
