@@ -112,7 +112,7 @@ def bundle() -> Path:
 
 
 @pytest.mark.slow
-def test_the_device_self_test_runs_as_the_lent_machine_will_run_it(bundle, tmp_path):
+def test_the_device_self_test_runs_as_a_bare_gpu_machine_will_run_it(bundle, tmp_path):
     image = docker_test_image()
     if image is None:
         if os.environ.get("CI"):
