@@ -124,12 +124,22 @@ def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch
         if point.time_ms is not None and point.floor_ms is not None:
             assert point.time_ms >= point.floor_ms, (point.name, point.time_ms, point.floor_ms)
     if "control" in meta:
-        control = judge_source(problem, (problem.path / meta["control"]).read_text(),
-                               filename=meta["control"], device=cpu, sandbox=sandboxes[backend],
-                               options=JudgeOptions(timing=meta.get("timing") == "yes"))
+        def judged(code: str, filename: str):
+            return judge_source(problem, code, filename=filename, device=cpu,
+                                sandbox=sandboxes[backend],
+                                options=JudgeOptions(timing=meta.get("timing") == "yes"))
+
+        control = judged((problem.path / meta["control"]).read_text(), meta["control"])
         # the same source scores within ~30 % on this noisy 2-core VM; a working attack on the
         # baseline doubles the speedup
         noise = GAIN_NOISE if meta.get("gain") == "none" else CONTROL_NOISE
-        assert result.speedup <= noise * control.speedup, (result.speedup, control.speedup)
+        if result.speedup > noise * control.speedup:
+            # a gain shows in every pair of judgings, a busy host's noise seldom twice (one
+            # CI run read lazy_mapping at 1.085 against its control's 1.000; it passes
+            # otherwise): judged again, both pairs must be over to fail
+            first = (result.speedup, control.speedup)
+            again = judged(source, path.name).speedup, judged(
+                (problem.path / meta["control"]).read_text(), meta["control"]).speedup
+            assert again[0] <= noise * again[1], (first, again)
     assert not (ROOT / "HACKED").exists() and not (problem.path / "HACKED").exists()
     assert not Path("/usr/HACKED").exists()
