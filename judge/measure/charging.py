@@ -165,15 +165,18 @@ class Floor:
     resolution: float = 0.0  # the fraction of a call that the harness's work is credited up to
     # of call_ms, mapping the call's released inputs (release.py): the kernel's work populating
     # their pages, which no run can make cheaper (faulted in, they cost the same or more), so
-    # credited in full where the judge saw each set mapped whole (release.look_at_run; else
-    # 0 here, the mapping then part of what is trimmable); it grows with the inputs' size
-    # where the rest does not
+    # credited in full where the judge saw each set mapped whole (release.look_at_run), and not
+    # at all where it did not (`mapping_credited`): a run that skipped the mapping saved its
+    # cost itself, and a credit within the resolution gave it up to that much as speed (a
+    # lazy mapping read 1.08x its control); it grows with the inputs' size where the rest
+    # does not
     mapped_ms: float = 0.0
     # the judge's own work releasing a call's inputs (Samples.judged), a call, in the floor
     # turns: left out of a turn's clock up to this much a call. No more: a run that slowed the
     # judge's release (a thread contending for its CPU, its cache or its memory) while working
     # on in that span would have the slowdown credited as speed
     judged_ms: float = 0.0
+    mapping_credited: bool = True  # the contender was seen mapping its released sets whole
 
     @property
     def judge_ms(self) -> float:
@@ -194,10 +197,11 @@ class Floor:
         return max(self.harness_ms(calls) - self.mapped_ms, 0.0)
 
     def credit(self, call_clock: float, calls: float) -> float:
-        """What is subtracted from a call that took `call_clock`: the mapping of its inputs,
-        and the rest of the harness's work up to `resolution` of the call."""
-        return (min(self.mapped_ms, self.harness_ms(calls))
-                + min(self.trimmable_ms(calls), self.resolution * call_clock))
+        """What is subtracted from a call that took `call_clock`: the mapping of its inputs
+        where it was seen done, and the rest of the harness's work up to `resolution` of the
+        call."""
+        mapping = min(self.mapped_ms, self.harness_ms(calls)) if self.mapping_credited else 0.0
+        return mapping + min(self.trimmable_ms(calls), self.resolution * call_clock)
 
     def resolvable(self, call_clock: float, calls: float) -> bool:
         """Whether the harness's trimmable work fits in `resolution` of such a call."""
@@ -212,7 +216,7 @@ class Floor:
            mapped_whole: bool = True) -> Floor:
         """From the baseline's floor turns, for run_kernels called `loader`'s way (None: the
         only loader measured), for a contender seen to map its released sets whole
-        (`mapped_whole`; else its mapping is credited as the rest, within `resolution`)."""
+        (`mapped_whole`; else no mapping is credited to it)."""
         if not base.request_rt:
             return cls(resolution=resolution)
         if loader is None:
@@ -233,8 +237,8 @@ class Floor:
                                         base.empty_calls.get(loader, [])) if n]
         return cls(request, handled,
                    statistics.median(base.staging_rt) if base.staging_rt else 0.0,
-                   call, empty, resolution,
-                   statistics.median(mapped) if mapped and mapped_whole else 0.0, judged)
+                   call, empty, resolution, statistics.median(mapped) if mapped else 0.0,
+                   judged, mapping_credited=mapped_whole)
 
 
 @dataclass(frozen=True)
