@@ -1074,9 +1074,10 @@ def test_the_mapping_is_credited_in_full_only_to_a_run_seen_mapping_whole():
     """The baseline's floor turns measure what mapping a call's released set costs (here 0.2
     ms of the harness's 0.2525 ms a call): credited in full to a contender seen mapping its
     sets whole, and not at all to one that was not (release.look_at_run): its saving is its
-    own. Credited within the judge's resolution instead, a lazy mapping (tests/hostile:
-    lazy_mapping.py) gained up to that much at every point that stayed resolvable (1.08x its
-    control on sparse_read, whose resolution is 6 % of a call)."""
+    own, and its point cannot carry the score. Credited within the judge's resolution instead, a
+    lazy mapping (tests/hostile: lazy_mapping.py) gained up to that much at every point that
+    stayed resolvable (1.08x its control on sparse_read, whose resolution is 6 % of a call), and
+    without that credit still 3-6 % (what the honest run pays beyond the measured mapping)."""
     base = Samples(request_rt=[0.1], request_handled=[0.05], floor={"": [0.001]},
                    empty_rt={"": [0.1 + 4 * 0.24]}, empty_calls={"": [4]},
                    empty_mapped={"": [0.8]})
@@ -1093,6 +1094,8 @@ def test_the_mapping_is_credited_in_full_only_to_a_run_seen_mapping_whole():
         lazy_clock = work + whole.trimmable_ms(4)
         assert honest_clock - whole.credit(honest_clock, 4) == pytest.approx(work)
         assert lazy_clock - lazy.credit(lazy_clock, 4) >= work - 1e-9
+        # and what it saved beyond the measured mapping is out of sight: no score from it
+        assert whole.resolvable(honest_clock, 4) and not lazy.resolvable(lazy_clock, 4)
 
 
 def test_the_judges_release_work_is_left_out_of_the_clock_only_up_to_the_floor_turns():

@@ -174,8 +174,8 @@ class Plan:
     - `after_turn(role)`: after each of a contender's turns, it frozen: a check of the run's
       (which ends the timing by raising), and whether it was seen to map whole every set
       released to it in the turn (release.look_at_run); a turn it was not counts in its
-      Samples.unmapped, and its floor then credits the mapping only within the judge's
-      resolution (charging.Floor)."""
+      Samples.unmapped, and its floor then credits no mapping and leaves the point
+      unresolvable (charging.Floor)."""
 
     request: Request
     freeze: Freeze

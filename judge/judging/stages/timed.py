@@ -286,7 +286,7 @@ class Timer:
             j.result.flags.append(
                 f"{test.name}: after {sub.unmapped} of its turns the run had not mapped whole the "
                 "inputs released to it (a harness changed, or mappings the judge cannot read): "
-                "their mapping is credited only within the judge's resolution")
+                "no mapping is credited to it and the point cannot carry the score")
         counted = all(len(got.cpu) == len(got.reported) for got in samples.values())
         applied["cpu_time_charged"] = (applied.get("cpu_time_charged", True) and counted
                                        and cpu_meter is not None)
