@@ -442,7 +442,11 @@ def board_text(board: dict) -> str:
 def cmd_problem_reload(args: argparse.Namespace) -> int:
     """The server reads its problem folders again: a new or changed folder is served only
     then. Exit 1 when a folder there does not validate (it is not served)."""
-    reply = make_client(args).call("POST", "/api/problems/reload").json()
+    return _served(make_client(args).call("POST", "/api/problems/reload").json())
+
+
+def _served(reply: dict) -> int:
+    """A reload's answer: what is served, and each folder that is not, with why (exit 1)."""
     print(f"{len(reply['loaded'])} problems served: {', '.join(reply['loaded']) or '-'}")
     for folder, issues in reply["invalid"].items():
         print(f"not served: {folder}: " + "; ".join(issues))
@@ -468,9 +472,7 @@ def cmd_problem_sync(args: argparse.Namespace) -> int:
     reply = make_client(args).call("PUT", f"/api/problems/{slug}/folder",
                                    raw=(packed.getvalue(), "application/gzip")).json()
     print(f"{slug}: sent ({len(packed.getvalue()) // 1024} KiB) and served")
-    for name, issues in reply["invalid"].items():
-        print(f"not served: {name}: " + "; ".join(issues))
-    return EXIT_OK
+    return _served(reply)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -114,9 +114,10 @@ def cmd_create(args: argparse.Namespace) -> int:
     if not args.problems:
         raise CommandError("a contest needs its problems: --problems a,b")
     body = {"slug": args.slug, "title": args.title or args.slug, **fields(args)}
-    make_client(args).call("POST", "/api/contests", body=body)
+    client = make_client(args)
+    client.call("POST", "/api/contests", body=body)
     print(f"contest {args.slug} created")
-    return show(make_client(args).call("GET", f"/api/contests/{args.slug}").json())
+    return show(client.call("GET", f"/api/contests/{args.slug}").json())
 
 
 def cmd_edit(args: argparse.Namespace) -> int:

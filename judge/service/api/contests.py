@@ -92,14 +92,11 @@ class ExtraTimeIn(Body):
 
 
 def _configure(s: Session, contest: Contest, fields: dict) -> None:
-    device = fields.get("device", contest.device)
-    problems = [catalog.get_problem(s, slug) for slug in fields.get("problems") or []]
-    contests.check_runnable(device, fields.get("languages"), problems)
-    if "device" in fields and "problems" not in fields:  # the problems it holds, on the new one
-        contests.check_runnable(device, None, [catalog.get_problem(s, slug)
-                                               for slug in contest.problems or []])
-    if "device" in fields and "languages" not in fields and contest.languages:
-        contests.check_runnable(device, contest.languages, [])
+    if fields.keys() & {"device", "languages", "problems"}:  # what runs where, as it will be
+        def after(name: str):
+            return fields[name] if name in fields else getattr(contest, name)
+        contests.check_runnable(after("device"), after("languages"),
+                                [catalog.get_problem(s, slug) for slug in after("problems") or []])
     contests.configure_contest(contest, fields)
     windows.refresh(s, contest)  # its times or window moved every participant's end
     counters.results_changed(s)  # e.g. `hold_flagged`: the board outside contests counts it too
