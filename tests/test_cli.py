@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from judge.problem.schema import problem_folders
 from tests.conftest import PROBLEMS
 
 VA = PROBLEMS / "vector_add"
@@ -131,7 +132,7 @@ def test_validate_reports_schema_errors():
     assert out.returncode == 1 and "INVALID" in out.stdout and "problem.yaml" in out.stdout
 
 
-@pytest.mark.parametrize("slug", sorted(p.name for p in PROBLEMS.iterdir() if p.is_dir()))
+@pytest.mark.parametrize("slug", [p.name for p in problem_folders(PROBLEMS)])
 def test_bundled_problems_validate_with_their_self_tests(slug):
     out = kjudge("problem", "validate", PROBLEMS / slug)
     assert out.returncode == 0, out.stdout + out.stderr

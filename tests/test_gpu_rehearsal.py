@@ -112,6 +112,7 @@ def bundle() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet  # each stage must end within its budget
 def test_the_device_self_test_runs_as_a_bare_gpu_machine_will_run_it(bundle, tmp_path):
     image = docker_test_image()
     if image is None:

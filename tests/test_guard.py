@@ -6,11 +6,11 @@ import pytest
 from judge.judging import guard
 from judge.judging.guard import GuardRun
 from judge.judging.pipeline import JudgeOptions, judge_source
+from judge.problem.schema import problem_folders
 from judge.verdicts import Verdict
 from tests.conftest import PROBLEMS, ROOT
 
-FOLDERS = [*sorted(p for p in PROBLEMS.iterdir() if p.is_dir()),
-           *sorted(p for p in (ROOT / "tests" / "problems").iterdir() if p.is_dir()),
+FOLDERS = [*problem_folders(PROBLEMS), *problem_folders(ROOT / "tests" / "problems"),
            ROOT / "judge" / "problem" / "template"]
 HONEST = [f for folder in FOLDERS
           for f in [*sorted((folder / "templates").glob("*.py")),

@@ -36,6 +36,7 @@ def test_cpp_verdicts_under_each_backend(vector_add, cpu, sandbox, file, verdict
     assert result.applied["sandbox"] == sandbox.name
 
 
+@pytest.mark.quiet
 def test_accepted_submission_is_timed_against_the_baseline(vector_add, cpu, default_sandbox,
                                                            monkeypatch):
     import os
@@ -150,6 +151,7 @@ def test_modifying_inputs_is_wrong(vector_add, cpu, default_sandbox):
     assert result.verdict is Verdict.WA and "modified its input" in result.tests[0].message
 
 
+@pytest.mark.quiet
 def test_caching_outputs_across_calls_fails_the_timing_check(vector_add, cpu, default_sandbox):
     """Computes once per test point, then returns the first answer: fresh inputs catch it."""
     source = ('#include <vector>\nstatic int calls = 0; static std::vector<float> saved;\n'
@@ -308,6 +310,7 @@ def run_kernel(a, b, c, n):
 """
 
 
+@pytest.mark.quiet
 def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, default_sandbox):
     """The harness shares the contestant's process: its report can be lowered. The judge's
     clock charges what it saw, and a report far under it is flagged."""
@@ -326,6 +329,7 @@ def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, defaul
     assert any("charged" in flag for flag in result.flags), result.flags
 
 
+@pytest.mark.quiet
 def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, tmp_path):
     """MOVED_AFTER_RETURN leaves each call's slow part to a thread (one call in flight, so that
     its outputs are right): a turn's last part runs after the reply. The run is thawed only
@@ -356,6 +360,7 @@ def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, 
     pytest.fail(f"the deferral gained in two judgings (score, largest point, its rse): {seen}")
 
 
+@pytest.mark.quiet
 def test_an_honest_slow_submission_is_charged_about_what_it_reports(vector_add, cpu,
                                                                      default_sandbox):
     """The judge's clock may charge an honest submission a little (two processes' requests differ

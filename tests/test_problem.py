@@ -3,7 +3,7 @@ import shutil
 import pytest
 import yaml
 
-from judge.problem.schema import ProblemError, load_problem
+from judge.problem.schema import ProblemError, load_problem, problem_folders
 from tests.conftest import PROBLEMS, ROOT
 
 
@@ -27,7 +27,7 @@ def issues(folder) -> list[str]:
     return [str(i) for i in info.value.issues]
 
 
-@pytest.mark.parametrize("slug", sorted(p.name for p in PROBLEMS.iterdir() if p.is_dir()))
+@pytest.mark.parametrize("slug", [p.name for p in problem_folders(PROBLEMS)])
 def test_bundled_problems_load(slug):
     problem = load_problem(PROBLEMS / slug)
     assert problem.tests_for("cpu") and problem.tests_for("cuda")

@@ -13,6 +13,8 @@ from judge.measure import charging
 from judge.measure.charging import ALLOWANCE_MS, Floor, Samples, resolution
 from judge.measure.rounds import BATCH_MS
 
+pytestmark = pytest.mark.quiet  # several tests time real sleeps and threads
+
 REQUEST_MS, AROUND_MS = 0.12, 0.002  # a request's round trip; the harness's work around a call
 EMPTY_MS = 0.001  # an empty run_kernel's report
 RESOLUTION = resolution(0.01)

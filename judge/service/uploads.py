@@ -5,6 +5,7 @@ files and folders only, every name inside the folder, sizes and counts capped.""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import tarfile
@@ -45,6 +46,8 @@ def install(problems_dir: Path, slug: str, archive: bytes) -> Path:
         return target
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another upload may still be staging there
+            staging.parent.rmdir()  # nothing left beside the problems
 
 
 def _unpack(archive: bytes, into: Path) -> None:

@@ -58,6 +58,8 @@ def cases():
         for backend in BACKENDS:
             marks = [] if backend in allowed else [pytest.mark.skip(
                 reason=f"the {backend} backend does not defend this (see SECURITY.md)")]
+            if meta.get("timing") == "yes":
+                marks.append(pytest.mark.quiet)
             yield pytest.param(path, backend, id=f"{path.stem}-{backend}", marks=marks)
 
 

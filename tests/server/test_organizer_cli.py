@@ -179,6 +179,8 @@ def test_a_problem_folder_synced_from_a_client_is_served(server, tmp_path):
     broken = kjudge(server, "problem", "sync", mine)
     assert broken.returncode == 2 and "does not validate" in broken.stderr
     assert "Quick add" in (server.problems / "synced" / "problem.yaml").read_text()
+    # nothing left beside the problems (a folder there that other tools would list)
+    assert sorted(p.name for p in server.problems.iterdir()) == ["synced", "vector_add"]
     contestant = server.token_for("sync_student")
     refused = kjudge(server, "problem", "sync", QUICK_ADD, "--slug", "other", token=contestant)
     assert refused.returncode == 2 and refused.stderr.startswith("kjudge: 403")
