@@ -40,6 +40,7 @@ def walkthrough() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet  # its final board must show timed results, which a busy host may hold
 def test_the_quick_start_and_the_walkthrough_run_against_a_live_server(tmp_path):
     """In a checkout's layout: problems/, tests/, var/ (the server's data)."""
     work = tmp_path / "checkout"

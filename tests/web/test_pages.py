@@ -152,6 +152,7 @@ def test_accounts_imported_from_csv_sign_in_make_tokens_and_are_reset(browser, s
     assert zoe.errors == [] and organizer.errors == []
 
 
+@pytest.mark.quiet  # the board must show her timed result
 def test_contestant_submits_and_reads_the_reports(browser, stack):
     alice = stack.token_for("alice")
     page = sign_in(browser, stack, alice)
@@ -230,6 +231,9 @@ def test_contestant_submits_and_reads_the_reports(browser, stack):
 
 
 def test_organizer_rejudges_and_sees_the_history(browser, stack):
+    dee = stack.token_for("dee")  # a submission of its own to rejudge (tests run apart)
+    sid = stack.submit(dee, (VA / "solutions/AC/loop.cpp").read_text())
+    assert stack.verdict(dee, sid, timeout=240)["verdict"] == "AC"
     page = sign_in(browser, stack, stack.admin)
     page.goto(stack.url + "/#/admin")
     page.wait_for_selector("#queue table")
@@ -242,9 +246,8 @@ def test_organizer_rejudges_and_sees_the_history(browser, stack):
         timeout=300_000)
     shot(page, "organizer")
     page.goto(stack.url + "/#/submissions")
-    page.wait_for_selector("#subs tr[data-id]")
-    first = page.locator("#subs tr[data-id] a").last.get_attribute("href")
-    page.goto(stack.url + "/" + first)
+    page.wait_for_selector(f"#subs tr[data-id='{sid}']")
+    page.goto(stack.url + "/" + page.locator(f"#subs tr[data-id='{sid}'] a").get_attribute("href"))
     page.wait_for_selector("text=baseline fixed")
     applied = page.inner_text("table.applied")  # what actually ran, for organizers
     assert "sandbox" in applied and "cache flush" in applied and "MiB" in applied
@@ -276,6 +279,7 @@ def test_phone_width_contest_clock_and_error_pages(browser, stack):
     page.close()
 
 
+@pytest.mark.quiet  # timed results on a board
 def test_a_frozen_board_seen_by_a_visitor_a_contestant_and_the_organizer(browser, stack):
     from datetime import datetime, timedelta, timezone
 
@@ -322,6 +326,7 @@ def test_a_frozen_board_seen_by_a_visitor_a_contestant_and_the_organizer(browser
     assert visitor.errors == [] and contestant.errors == [] and organizer.errors == []
 
 
+@pytest.mark.quiet  # holds and a board
 def test_an_organizer_clears_a_held_result_and_system_tests_the_contest(browser, stack):
     """A timer swap KernelGuard holds: off the public board, "held" to its author; the review
     list says what and at which line, one click clears it; then the contest's system test
