@@ -108,7 +108,8 @@ def test_a_signal_to_serve_stops_its_workers_after_the_running_judging(stack, si
     wait_for(lambda: not alive(everything), 20, "serve's workers to exit")
     judged_before_exit(stack, stack.env["KJUDGE_DATABASE_URL"], sid)
     # the warm slot started for the next judging is removed too: no cgroup is left behind
-    assert not left_behind(cgroups), left_behind(cgroups)
+    leaked = left_behind(cgroups)
+    assert not leaked, leaked
 
 
 def test_a_sigkilled_serve_takes_its_workers_with_it(stack):
