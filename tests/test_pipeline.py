@@ -329,6 +329,60 @@ def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, defaul
     assert any("charged" in flag for flag in result.flags), result.flags
 
 
+# FORGED_TIMER's forgery in one timing of a point only: a report short of the clock that a
+# second timing of the point does not reproduce, as a busy host's noise once made of an honest one
+FORGED_IN_ONE_TIMING = """import sys, time
+import torch
+
+_harness = sys.modules["__main__"]
+_timings = [0]  # the points loaded for timing (a load with the judge's shared files)
+_real_load = _harness.Harness.op_load
+
+
+def _load(self, msg):
+    _timings[0] += bool(msg.get("shared"))
+    return _real_load(self, msg)
+
+
+def _share():
+    return 0.3 if _timings[0] == 1 else 1.0
+
+
+_harness.Harness.op_load = _load
+_real_call = _harness.Device.time_call
+_harness.Device.time_call = lambda self, fn, *args: _share() * _real_call(self, fn, *args)
+_real_batch = _harness.Device.time_batch
+_harness.Device.time_batch = lambda self, k, b, *g: [_share() * ms for ms in _real_batch(self, k, b, *g)]
+""" + SLOW_ADD.split("import torch\n", 1)[1]
+
+
+@pytest.mark.quiet
+def test_a_clock_hold_stands_only_where_a_second_timing_repeats_it(vector_add, cpu,
+                                                                   default_sandbox):
+    """A report short of the clock at a point is timed a second time before it holds the
+    result: short again (a forged timer), it holds and says so; not short (the host's noise,
+    here a forgery in the first timing only), it is a flag. The time charged is the first
+    timing's either way. (KernelGuard holds both sources too, for their patching of the
+    harness: only the clock's holds are read here.)"""
+    def clock_holds(result):
+        return [hold["what"] for hold in result.holds if hold["by"] == "clock"]
+
+    forged = judge(vector_add, FORGED_TIMER, cpu, default_sandbox, JudgeOptions(),
+                   language="torch")
+    assert any("held again when the point was timed a second time" in what
+               for what in clock_holds(forged)), forged.holds
+    once = judge(vector_add, FORGED_IN_ONE_TIMING, cpu, default_sandbox, JudgeOptions(),
+                 language="torch")
+    assert once.verdict is Verdict.AC and not clock_holds(once), once.holds
+    heaviest = max(once.tests, key=lambda t: t.params["n"])
+    assert any(flag.startswith(f"{heaviest.name}: charged") for flag in once.flags), once.flags
+    assert any("was not short when the point was timed a second time" in flag
+               for flag in once.flags), once.flags
+    # charged as the first timing measured it: its clock, far beyond the forged report
+    assert heaviest.time_ms >= 2 * heaviest.reported_ms, (heaviest.time_ms,
+                                                          heaviest.reported_ms)
+
+
 @pytest.mark.quiet
 def test_work_left_to_a_thread_after_the_reply_is_charged(cpu, default_sandbox, tmp_path):
     """MOVED_AFTER_RETURN leaves each call's slow part to a thread (one call in flight, so that

@@ -31,6 +31,7 @@ REPORT_FLOOR_FRACTION = 0.5
 # A submission whose batches report one heavy call and near-empty ones (charging.lopsided) in at
 # least this fraction of its turns computed calls ahead of their turn: held for review.
 HELD_LOPSIDED = 0.5
+CLOCK_HOLD = "clock"  # a hold's `by` for a report short of the judge's clock (timed.py confirms it)
 
 
 def roofline_ms(j: Judging, test: TestPoint) -> float | None:
@@ -113,7 +114,7 @@ def _judge_the_report(j: Judging, report: TestReport, test: TestPoint,
             "time saw it outside the measured call, or it is under the empty call's)")
     beyond_baseline = charge.time_excess_ms + charge.ms - charge.clock_ms
     if under_floor or beyond_baseline > HELD_EXCESS * charge.ms:
-        j.result.hold("clock", test.name, what)
+        j.result.hold(CLOCK_HOLD, test.name, what)
     else:
         j.result.flags.append(f"{test.name}: {what}")
 
