@@ -30,7 +30,8 @@ class Cgroup:
                idle: bool = False) -> Cgroup | None:
         """A new group; `cpus` (a cpuset list such as "1") keeps its tasks on those CPUs; an
         `idle` group gets the least CPU weight (see `set_idle`)."""
-        name = f"run-{uuid.uuid4().hex[:12]}"
+        # the judge's pid in the name: a group whose judge died is found (remove_orphans)
+        name = f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         try:
             if (ROOT / "cgroup.controllers").exists():
                 group = cls._create_v2(name, memory_bytes, pids)
@@ -243,6 +244,33 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def run_groups() -> list[Path]:
+    """Every run group on this host, in every hierarchy (a v1 group is one directory in each)."""
+    return sorted({*ROOT.glob(f"*/{PARENT}/run-*"), *ROOT.glob(f"{PARENT}/run-*")})
+
+
+def owner(directory: Path) -> int | None:
+    """The pid of the judge that made a run group (None: a name without one)."""
+    _, pid, rest = directory.name.split("-", 2) if directory.name.count("-") >= 2 else ("", "", "")
+    return int(pid) if pid.isdigit() and rest else None
+
+
+def remove_orphans() -> int:
+    """Run groups whose judge died before it removed them (killed mid-judging, or with a warm
+    slot waiting) and that hold no process: removed, as nothing else would (each keeps its
+    limits' bookkeeping in the kernel). A live judge's group, empty for a moment, is its own.
+    Returns how many directories were removed."""
+    removed = 0
+    for directory in run_groups():
+        pid = owner(directory)
+        if pid is None or Path(f"/proc/{pid}").exists():
+            continue
+        with contextlib.suppress(OSError):  # a process still in it, or removed meanwhile
+            directory.rmdir()
+            removed += 1
+    return removed
 
 
 def cpu_usage_ns(directory: Path) -> int | None:

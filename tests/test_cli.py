@@ -132,7 +132,11 @@ def test_validate_reports_schema_errors():
     assert out.returncode == 1 and "INVALID" in out.stdout and "problem.yaml" in out.stdout
 
 
-@pytest.mark.parametrize("slug", [p.name for p in problem_folders(PROBLEMS)])
+@pytest.mark.parametrize("slug", [
+    # softmax's notes read measured times (a busy host's slower calls made its tiny point
+    # resolvable in one run beside other tests)
+    pytest.param(p.name, marks=[pytest.mark.quiet] if p.name == "softmax" else [])
+    for p in problem_folders(PROBLEMS)])
 def test_bundled_problems_validate_with_their_self_tests(slug):
     out = kjudge("problem", "validate", PROBLEMS / slug)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -191,8 +192,54 @@ def test_a_dead_judges_job_directories_are_removed_and_a_live_ones_kept(tmp_path
     other = tmp_path / "someone-elses"
     for folder in (gone, alive, other):
         (folder / "inputs").mkdir(parents=True)
-    assert warm.remove_leftovers() == 1
+    assert warm.remove_leftovers() >= 1  # and any run cgroups other judges left on the host
     assert not gone.exists() and alive.exists() and other.exists()
+
+
+ORPHANING_JUDGE = """
+import subprocess, sys
+from sandbox.cgroup import Cgroup
+empty = Cgroup.create(256 << 20, 64)
+busy = Cgroup.create(256 << 20, 64)
+sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for path in busy.procs_files():
+    open(path, "w").write(str(sleeper.pid))
+print(sleeper.pid, *(str(d) for d in empty._unique_dirs()), sep="\\n")
+print("busy", *(str(d) for d in busy._unique_dirs()), sep="\\n")
+"""
+
+
+def test_a_dead_judges_empty_cgroups_are_removed_and_a_live_ones_kept():
+    """A judge killed before it removed its run cgroups (sandbox/cgroup.py) leaves them; the
+    next judge removes those that are empty and whose judge is gone, not a live judge's, and
+    not one a process is still in."""
+    import subprocess
+    import sys
+
+    from sandbox import cgroup
+
+    if not cgroup.Cgroup.probe().get("memory"):
+        pytest.skip("no writable cgroups here")
+    out = subprocess.run([sys.executable, "-c", ORPHANING_JUDGE], capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    sleeper, *dirs = out.split()
+    busy_at = dirs.index("busy")
+    empty, busy = [Path(d) for d in dirs[:busy_at]], [Path(d) for d in dirs[busy_at + 1:]]
+    live = cgroup.Cgroup.create(256 << 20, 64)
+    try:
+        assert all(d.exists() for d in empty + busy)  # the judge died without removing them
+        cgroup.remove_orphans()
+        assert not any(d.exists() for d in empty)
+        assert all(d.exists() for d in busy) and all(d.exists() for d in live._unique_dirs())
+        os.kill(int(sleeper), 9)  # the last process in it gone: now it is an orphan too
+        deadline = time.monotonic() + 10
+        while any(d.exists() for d in busy) and time.monotonic() < deadline:
+            cgroup.remove_orphans()
+            time.sleep(0.1)
+        assert not any(d.exists() for d in busy)
+    finally:
+        live.remove()
 
 
 def test_gpu_contenders_keep_to_cpus_of_their_own_as_on_the_cpu_device(cpu):

@@ -28,7 +28,7 @@ from pathlib import Path
 from judge.harness import protocol
 from judge.host.device import DeviceInfo
 from judge.settings import settings
-from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
+from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess, cgroup
 
 log = logging.getLogger("kjudge.warm")
 HARNESS_DIR = Path(protocol.__file__).parent
@@ -180,9 +180,10 @@ def startup_env(sandbox: Sandbox, device: DeviceInfo) -> dict[str, str]:
 
 
 def remove_leftovers() -> int:
-    """Job directories of judges that died (killed mid-judging, or with a slot waiting): their
-    process is gone. On /dev/shm they hold memory until removed. Returns how many."""
-    removed = 0
+    """Job directories and run cgroups of judges that died (killed mid-judging, or with a slot
+    waiting): their process is gone. On /dev/shm the directories hold memory until removed.
+    Returns how many."""
+    removed = cgroup.remove_orphans()
     for folder in Path(work_root() or tempfile.gettempdir()).glob(f"{JOB_PREFIX}*-*"):
         pid = folder.name.removeprefix(JOB_PREFIX).partition("-")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
@@ -196,7 +197,7 @@ class SlotPool:
 
     def __init__(self, sandbox: Sandbox):
         if remove_leftovers():
-            log.warning("removed the job directories of judges that died")
+            log.warning("removed the job directories and cgroups of judges that died")
         self.sandbox = sandbox
         self._lock = threading.Lock()
         self._next: Slot | None = None

@@ -32,27 +32,18 @@ def alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if not processes.ended(pid)}
 
 
-def run_cgroups() -> set[Path]:
-    """The judge's run cgroups on this host (sandbox/cgroup.py), in every hierarchy."""
-    from sandbox.cgroup import PARENT, ROOT
+def left_behind(judges: set[int]) -> list[str]:
+    """Run cgroups made by these processes (sandbox/cgroup.py names each with its judge's pid)
+    that stay: none should, once they stopped (other tests' judges on the host have their own)."""
+    from sandbox.cgroup import owner, run_groups
 
-    return set(ROOT.glob(f"*/{PARENT}/run-*")) | set(ROOT.glob(f"{PARENT}/run-*"))
-
-
-def left_behind(before: set[Path]) -> list[str]:
-    """Run cgroups made since `before` that hold no process: the ones nobody will remove (a
-    judging elsewhere on the host holds its own, or removes it within moments)."""
-    def empty(cgroup: Path) -> bool:
-        try:
-            return not (cgroup / "cgroup.procs").read_text().strip()
-        except OSError:  # removed meanwhile
-            return False
+    def left() -> list[str]:
+        return [str(c) for c in run_groups() if owner(c) in judges and c.exists()]
 
     deadline = time.monotonic() + 15
-    while (left := sorted(str(c) for c in run_cgroups() - before if empty(c))) \
-            and time.monotonic() < deadline:
+    while (found := left()) and time.monotonic() < deadline:
         time.sleep(0.5)
-    return left
+    return found
 
 
 def workers_started(stack: Stack, proc: subprocess.Popen) -> set[int]:
@@ -97,7 +88,6 @@ def stack(tmp_path):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_serve_stops_its_workers_after_the_running_judging(stack, signum):
-    cgroups = run_cgroups()
     stack.serve()
     proc = stack.procs[0]
     everything = workers_started(stack, proc)
@@ -108,7 +98,7 @@ def test_a_signal_to_serve_stops_its_workers_after_the_running_judging(stack, si
     wait_for(lambda: not alive(everything), 20, "serve's workers to exit")
     judged_before_exit(stack, stack.env["KJUDGE_DATABASE_URL"], sid)
     # the warm slot started for the next judging is removed too: no cgroup is left behind
-    leaked = left_behind(cgroups)
+    leaked = left_behind(everything)
     assert not leaked, leaked
 
 
