@@ -17,6 +17,7 @@ import ast
 import inspect
 import math
 import re
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,10 @@ CPU_BYTES = 8 * 2**20  # a CPU point's tensors, all together
 # the most a CPU point may hold when nothing smaller keeps the model (the weights of a
 # ResNet101, 178 MB, do not shrink with its batch or image)
 MODEL_CPU_POINT_BYTES = 256 * 2**20
+# A model whose run on the meta device takes longer than this (an LSTM steps through its
+# sequence op by op there: 7 s for KernelBench's 35_LSTM, 0.2 s computed on the CPU) is probed on
+# the CPU while its tensors are within MODEL_CPU_POINT_BYTES: the sizes only shrink from there.
+META_SLOW_S = 1.0
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}  # kernelbench eval.py
 
 
@@ -65,7 +70,8 @@ def convert(source: Path) -> Draft:
                     "may hold")
         reduced = None
     points = _test_points(original, probe, reduced)
-    shown = _distinct_probe(module, constants, points[0][1], forward_args, source.name)
+    shown = _distinct_probe(module, constants, points[0][1], forward_args, source.name,
+                            _on_cpu(probe, points[0][2]))
     points = [(name, values | found["scalars"], found, devices)
               for name, values, found, devices in points]
     signature, tests = _signature_and_tests(points, [*original, *probe["scalars"]],
@@ -222,9 +228,10 @@ def _forward_args(module, file: str) -> list[str]:
 
 
 def _probe(module, constants: FileConstants, values: dict, forward_args: list[str],
-           file: str) -> dict:
+           file: str, on_cpu: bool = False) -> dict:
     """The inputs', parameters' and outputs' dtypes and shapes with these constants, on the
-    meta device (nothing is computed)."""
+    meta device (nothing is computed), or `on_cpu` (see META_SLOW_S); `slow_on_meta` says
+    whether the meta device was slow at it."""
     import torch
 
     try:
@@ -232,14 +239,7 @@ def _probe(module, constants: FileConstants, values: dict, forward_args: list[st
     except Exception as exc:
         raise ImportFailure(file, "", f"its constants do not evaluate with {values}: "
                             f"{exc!r}") from None
-    try:
-        model, inputs, result = _run(module, "meta")
-    except Exception:  # noqa: BLE001 - data-dependent (Tensor.item()): run it for real
-        try:
-            model, inputs, result = _run(module, "cpu")
-        except Exception as exc:
-            raise ImportFailure(file, "Model", f"runs neither on the meta device nor on the "
-                                f"CPU with {values}: {exc!r}") from None
+    model, inputs, result, slow_on_meta = _run_for_shapes(module, values, file, on_cpu)
     if len(inputs) != len(forward_args):
         raise ImportFailure(file, "get_inputs", f"{len(inputs)} values for forward's "
                             f"{len(forward_args)} arguments")
@@ -264,7 +264,7 @@ def _probe(module, constants: FileConstants, values: dict, forward_args: list[st
     for name, tensor in zip(outputs, results):
         tensors[name] = tensor
     return {"tensors": tensors, "parameters": parameters, "buffers": buffers,
-            "outputs": outputs, "scalars": scalars,
+            "outputs": outputs, "scalars": scalars, "slow_on_meta": slow_on_meta,
             "bytes": sum(t.numel() * t.element_size() for t in tensors.values())}
 
 
@@ -291,7 +291,8 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
         for group in ([knob], tied) if len(tied) > 1 else ([knob],):
             trial = dict(current, **{k: current[k] // 2 for k in group})
             try:
-                found = _probe(module, constants, trial, forward_args, file)
+                found = _probe(module, constants, trial, forward_args, file,
+                               on_cpu=_on_cpu(probe, result))
             except ImportFailure:
                 continue
             if _structure(found) != _structure(probe):  # a branch came or went
@@ -304,6 +305,28 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
             frozen.add(knob)
     return (current, result) if result["bytes"] <= MODEL_CPU_POINT_BYTES else (
         None, result["bytes"])
+
+
+def _run_for_shapes(module, values: dict, file: str, on_cpu: bool) -> tuple:
+    """Model, inputs and result on the meta device, else (or `on_cpu`) on the CPU, and whether
+    the meta device was slow at it (META_SLOW_S)."""
+    start = time.monotonic()
+    if not on_cpu:
+        try:
+            return (*_run(module, "meta"), time.monotonic() - start > META_SLOW_S)
+        except Exception:  # noqa: BLE001, S110 - data-dependent (Tensor.item()): run it for real
+            pass
+    try:
+        return (*_run(module, "cpu"), False)
+    except Exception as exc:
+        raise ImportFailure(file, "Model", f"runs neither on the meta device nor on the CPU "
+                            f"with {values}: {exc!r}") from None
+
+
+def _on_cpu(first: dict, current: dict) -> bool:
+    """Whether to probe sizes below `current`'s on the CPU: the meta device was slow at the
+    file's own sizes (`first`), and the tensors are small enough to compute (META_SLOW_S)."""
+    return first["slow_on_meta"] and current["bytes"] <= MODEL_CPU_POINT_BYTES
 
 
 def readable_title(source: Path) -> str:
@@ -370,7 +393,7 @@ def _batch(values: dict, probe: dict, forward_args: list[str]) -> str | None:
 
 
 def _distinct_probe(module, constants: FileConstants, values: dict, forward_args: list[str],
-                    file: str) -> tuple[dict, dict] | None:
+                    file: str, on_cpu: bool = False) -> tuple[dict, dict] | None:
     """(sizes, tensors) with every size made different from the others (batch_size and
     input_shape_0 are both 32768 in the file, 1024 at the CPU point, and a broadcast may need
     them equal): the model's tensors where it runs so, else get_inputs' alone. Which size makes
@@ -385,7 +408,8 @@ def _distinct_probe(module, constants: FileConstants, values: dict, forward_args
             seen.add(value)
         distinct[name] = value
     try:
-        return distinct, _probe(module, constants, distinct, forward_args, file)["tensors"]
+        return distinct, _probe(module, constants, distinct, forward_args, file,
+                                on_cpu)["tensors"]
     except ImportFailure:
         pass
     try:
