@@ -556,3 +556,50 @@ def test_an_imported_kernelbench_problem_reads_well_and_takes_cpp_on_the_cpu(tmp
     assert readable_title(Path("KernelBench/level2/76_Gemm_Add_ReLU.py")) == \
         "Gemm Add ReLU (KernelBench level 2, #76)"
     assert readable_title(Path("matmul.py")) == "matmul (KernelBench)"
+
+
+SLOW_ON_META = '''import time
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        with open(@LOG@, "a") as log:
+            log.write(x.device.type + "\\n")
+        if x.device.type == "meta":  # as an LSTM's per-step loop is there
+            time.sleep(1.05)
+        return torch.relu(x)
+
+
+batch_size = 64
+dim = 65536
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_model_slow_on_the_meta_device_is_probed_on_the_cpu_to_the_same_folder(
+        tmp_path, monkeypatch):
+    """KernelBench's shape probes run on the meta device (nothing computed, whatever the file's
+    sizes); a model that is slow there (an LSTM: 7 s a probe, 0.2 s computed) has its smaller
+    sizes probed on the CPU, and the draft is the one the meta device alone gives."""
+    from judge.problem.importers import convert, kernelbench
+
+    log = tmp_path / "devices"
+    source = tmp_path / "1_Slow_On_Meta.py"
+    source.write_text(SLOW_ON_META.replace("@LOG@", repr(str(log))))
+    fast = convert("kernelbench", source)
+    devices = log.read_text().split()
+    assert devices[0] == "meta" and devices.count("meta") == 1 and len(devices) > 3, devices
+    log.unlink()
+    monkeypatch.setattr(kernelbench, "META_SLOW_S", float("inf"))
+    alone = convert("kernelbench", source)
+    assert log.read_text().split().count("cpu") < devices.count("cpu")  # meta did the probes
+    assert (fast.signature, fast.tests) == (alone.signature, alone.tests)

@@ -308,19 +308,20 @@ def _reduce(module, constants: FileConstants, probe: dict, forward_args: list[st
 
 
 def _run_for_shapes(module, values: dict, file: str, on_cpu: bool) -> tuple:
-    """Model, inputs and result on the meta device, else (or `on_cpu`) on the CPU, and whether
-    the meta device was slow at it (META_SLOW_S)."""
-    start = time.monotonic()
-    if not on_cpu:
+    """Model, inputs and result on the meta device, else on the CPU (`on_cpu`: the CPU first),
+    and whether the meta device ran it and was slow at it (META_SLOW_S)."""
+    failure: Exception | None = None
+    for device in ("cpu", "meta") if on_cpu else ("meta", "cpu"):
+        start = time.monotonic()
         try:
-            return (*_run(module, "meta"), time.monotonic() - start > META_SLOW_S)
-        except Exception:  # noqa: BLE001, S110 - data-dependent (Tensor.item()): run it for real
-            pass
-    try:
-        return (*_run(module, "cpu"), False)
-    except Exception as exc:
-        raise ImportFailure(file, "Model", f"runs neither on the meta device nor on the CPU "
-                            f"with {values}: {exc!r}") from None
+            model, inputs, result = _run(module, device)
+        except Exception as exc:  # noqa: BLE001 - on meta: data-dependent (Tensor.item())
+            failure = exc
+            continue
+        slow = device == "meta" and time.monotonic() - start > META_SLOW_S
+        return model, inputs, result, slow
+    raise ImportFailure(file, "Model", f"runs neither on the meta device nor on the CPU with "
+                        f"{values}: {failure!r}")
 
 
 def _on_cpu(first: dict, current: dict) -> bool:
