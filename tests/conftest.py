@@ -15,7 +15,7 @@ def pytest_configure(config):
     """Settings for the tests alone (the benches import this module for its helpers, and
     measured with a capped timing and a cold cache while they did)."""
     os.environ.setdefault("KJUDGE_CACHE_DIR", tempfile.mkdtemp(prefix="kjudge-test-cache-"))
-    # Each test point timed for at most a second (the problems say 3): on this noisy 2-core VM
+    # Each test point timed for at most a second (the problems say 3): on a shared 2-core host
     # every point ran to its cap, a timed judging took ~11 s and the suite ~50 min. The timing's
     # code is the same at any cap; the tests that measure precision are bench/'s, not these.
     os.environ.setdefault("KJUDGE_MAX_POINT_S", "1")

@@ -319,7 +319,7 @@ def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, defaul
                    language="torch")
     again = judge(vector_add, SLOW_ADD, cpu, default_sandbox, JudgeOptions(), language="torch")
     assert honest.verdict is Verdict.AC and result.verdict is Verdict.AC
-    # this VM's speed drifts by ~20 % from one judging to the next: the honest run's
+    # a shared 2-core host's speed drifts by ~20 % from one judging to the next: the honest run's
     # judging of the two around the cheat's is what it is held to (the faster one)
     for cheat, *controls in zip(result.tests, honest.tests, again.tests):
         control = min(t.time_ms for t in controls)

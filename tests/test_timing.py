@@ -707,7 +707,7 @@ def test_the_judges_thread_keeps_to_the_contenders_cpus_for_the_rounds_only():
 
 
 def test_a_rounds_inputs_are_drawn_when_it_begins_and_never_during_its_turns(tmp_path):
-    """Drawing ahead on the judge's CPU during the turns made this VM's batches vary by up to
+    """Drawing ahead on the judge's CPU during the turns made a shared 2-core host's batches vary by up to
     130 %: a round's inputs are all drawn in `begin` (contenders frozen, on every CPU), each
     round exactly its own, and nothing is left drawing once it returns. (The code that drew
     ahead did so only when given CPUs to draw on, a parameter gone since: this guards against

@@ -100,7 +100,7 @@ class Samples:
 def balanced_median(values: list[float], first: list[bool]) -> float:
     """The geometric mean of the median of the turns that came first in their round and of
     those that came second, where there are both: the place in a round moves a turn's time by
-    several % on this VM (the first of vector_add's 4 MB batches 7-8 % slower than the second),
+    several % on a shared 2-core host (the first of vector_add's 4 MB batches 7-8 % slower than the second),
     the same for both contenders, so that the plain median of a mix of both places jumps between
     them from one judging to the next; the balanced one cancels a factor common to both."""
     ahead = [v for v, f in zip(values, first) if f]
@@ -384,7 +384,7 @@ def per_call_ms(got: Samples) -> float:
 def paired_ratios(sub: Samples, base: Samples) -> list[float]:
     """The two contenders' time per call on the clock, one over the other, per pair of rounds
     with the submission first in one and second in the other (the geometric mean of the two
-    rounds' ratios): a host that slows down for a while slows both turns of a round (this VM's
+    rounds' ratios): a host that slows down for a while slows both turns of a round (a shared host's
     batches vary by ±20 % from round to round, their ratio by a few percent), and the pair
     cancels the place's own cost (several %: `balanced_median`), so the ratio settles first."""
     ratios = [((s / n) / (b / m), first) for s, n, b, m, first in zip(

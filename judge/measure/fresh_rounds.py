@@ -116,8 +116,8 @@ class FreshRounds:
     outputs are written to `kept_dir`, which no sandbox mounts.
 
     A round's inputs are drawn when it begins, while both contenders are frozen, never during
-    a timed turn: drawn meanwhile on the judge's own CPU, they slowed this VM's turns (its two
-    vCPUs share more than they show) and the paired ratio of one round's two batches varied by
+    a timed turn: drawn meanwhile on the judge's own CPU, they slowed a 2-core host's turns (its
+    two vCPUs share more than they show) and the paired ratio of one round's two batches varied by
     10-130 % instead of 2-7 %, so that every point ran to its time cap (BENCHMARKS.md, "Drawing
     during the turns"). With the contenders frozen every CPU is free: the calls' sets are drawn
     on all of them at once (drawing is most of a round's cost for large inputs, ~4 ms per

@@ -94,7 +94,7 @@ _RESULTS_LOCK = threading.Lock()
 def results(s: Session, contest: Contest | None = None, live: bool = True) -> Results:
     """The results as they stand, recomputed only when they changed: every page polls the
     leaderboard, which costs one aggregate over all judgings (~80 ms at 10,000 submissions on
-    this VM) against one counter row that every judging's end moves in its own transaction
+    a 2-core host) against one counter row that every judging's end moves in its own transaction
     (`results_changed`); the problem set and the contest's own settings are part of the key.
 
     `live=False` is what all but organizers see: a frozen contest's board as it stood at its

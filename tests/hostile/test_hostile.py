@@ -66,8 +66,8 @@ def cases():
 @pytest.fixture(scope="module")
 def problems(tmp_path_factory):
     """Bundled problems with a small memory limit, so that a memory bomb ends quickly, and a
-    timing budget of 1 s a point (the judge's clock rarely meets its 1 % stop rule on this VM
-    before the budget; a working attack shows at any budget)."""
+    timing budget of 1 s a point (the judge's clock rarely meets its 1 % stop rule on a shared
+    2-core host before the budget; a working attack shows at any budget)."""
     loaded = {}
 
     def get(name: str):
@@ -132,7 +132,7 @@ def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch
                                 options=JudgeOptions(timing=meta.get("timing") == "yes"))
 
         control = judged((problem.path / meta["control"]).read_text(), meta["control"])
-        # the same source scores within ~30 % on this noisy 2-core VM; a working attack on the
+        # the same source scores within ~30 % on a shared 2-core host; a working attack on the
         # baseline doubles the speedup
         noise = GAIN_NOISE if meta.get("gain") == "none" else CONTROL_NOISE
         if result.speedup > noise * control.speedup:
