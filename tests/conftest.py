@@ -73,9 +73,12 @@ def default_sandbox():
 
 
 def pytest_collection_modifyitems(config, items):
-    """`gpu` tests are skipped where no CUDA device is visible, and run everywhere else."""
+    """`long` tests come first (the parallel part's workers take the others around them, and
+    none of them is left running alone at the end); `gpu` tests are skipped where no CUDA
+    device is visible, and run everywhere else."""
     import torch
 
+    items.sort(key=lambda item: "long" not in item.keywords)  # stable: the rest keep order
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="no CUDA device visible")

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -117,14 +118,16 @@ def test_problem_new_validates_and_lists(tmp_path):
 def test_validate_fails_when_a_self_test_gets_another_verdict(tmp_path):
     kjudge("problem", "new", "broken", "--dir", tmp_path)
     folder = tmp_path / "broken"
-    (folder / "solutions/AC/loop.cpp").rename(folder / "solutions/WA/loop.cpp")
-    (folder / "solutions/AC/triton_add.py").rename(folder / "solutions/WA/triton_add.py")
-    (folder / "solutions/AC").rmdir()
-    (folder / "solutions/AC").mkdir()
-    (folder / "solutions/AC/off.cpp").write_text(
-        (folder / "solutions/WA/off_by_one.cpp").read_text())
+    solutions = folder / "solutions"
+    accepted, wrong = (solutions / "AC/loop.cpp").read_text(), (
+        solutions / "WA/off_by_one.cpp").read_text()
+    shutil.rmtree(solutions)  # the other self-tests pass: `problem new` validates (above)
+    for path, source in (("AC/off.cpp", wrong), ("WA/loop.cpp", accepted)):
+        (solutions / path).parent.mkdir(parents=True)
+        (solutions / path).write_text(source)
     out = kjudge("problem", "validate", folder)
     assert out.returncode == 1 and "FAIL expected AC  got WA" in out.stdout
+    assert "FAIL expected WA  got AC" in out.stdout
 
 
 def test_validate_reports_schema_errors():

@@ -162,9 +162,13 @@ class Stack:
         return wait_for(done, timeout, f"the verdict of submission {sid}")
 
     def close(self) -> None:
+        # to each command's own process, as `kill`, `docker stop` and the worker unit's
+        # KillMode=mixed send it: a SIGTERM to the whole group also ends Celery's pool process
+        # (it does not ignore SIGTERM), and its main process then hangs in the pool's join
+        # until it is killed (20 s a stack here, every time a judging had run)
         for proc in self.procs:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
             try:
                 proc.wait(20)

@@ -389,6 +389,13 @@ def test_a_submissions_results_download_as_csv_showing_what_its_page_shows(api):
     admin = list(csv.DictReader(io.StringIO(api.get(url, headers=auth(api, "admin")).text)))
     assert admin[1]["time_ms"] == "2.0"
     assert api.get(url, headers=auth(api, "bob")).status_code == 404
+    # the type it answers is the one its OpenAPI document gives (the fuzzer's ST105 found the
+    # CSV documented as JSON once a judged submission was there to download)
+    paths = api.get("/openapi.json").json()["paths"]
+    for path, served in [("/api/submissions/{submission_id}/results.csv", "text/csv"),
+                         ("/api/submissions/{submission_id}/profile.ncu-rep",
+                          "application/octet-stream"), ("/api/export", "text/csv")]:
+        assert served in paths[path]["get"]["responses"]["200"]["content"], path
 
 
 def test_a_queued_submission_says_where_it_waits_in_the_api_and_the_cli(api):

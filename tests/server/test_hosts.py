@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import PROBLEMS, ROOT
 from tests.server.stack import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # about a minute beside other tests
 SCRIPT = ROOT / "deploy" / "hosts.sh"
 NET = "10.77.0"
 API = f"http://{NET}.1:8000"

@@ -17,7 +17,7 @@ from judge.service.models import Submission
 router = APIRouter(tags=["export"])
 
 
-@router.get("/api/export")
+@router.get("/api/export", responses={200: {"content": {"text/csv": {}}}})  # format=csv
 def export(s: SessionDep, admin: AdminDep, format: str = "json"):
     if format == "dump":  # the whole database, for `kjudge db import`
         return dump.export_dump(s)
