@@ -56,7 +56,7 @@ lint: venv
 # nothing). Both parts run; either failing fails the target.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # No test of the parallel part reads a measured time, so its judgings time each point for at most
-# PARALLEL_POINT_S (the quiet part, and the hostile tests everywhere, for tests/conftest.py's 1 s):
+# PARALLEL_POINT_S (the quiet part and the hostile tests everywhere: tests/conftest.py's 1 s):
 # the same timing code, a quarter of its calls. `worksteal` hands a worker that runs out the
 # tests another has not started, so that no worker ends long after the others.
 PARALLEL_POINT_S ?= 0.3
