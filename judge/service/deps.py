@@ -26,6 +26,12 @@ Mode = Literal[SUBMISSION_MODES]  # a submission's mode (judge/verdicts.py)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
+def answers(media_type: str) -> dict:
+    """A route's `responses`: its 200 is `media_type`, not JSON (a response class of that type
+    would document the app's JSON errors as that type too, which is not what they are)."""
+    return {200: {"content": {media_type: {}}}}
+
+
 class Body(BaseModel):
     """A request body. Its text is text: JSON's escapes can spell a lone UTF-16 surrogate
     ("\\ud800") or a NUL ("\\u0000"), which the databases cannot store (each was a 500)."""

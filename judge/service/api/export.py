@@ -11,13 +11,13 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import select
 
 from judge.service import clarifications, dump, errors, sanctions, submissions
-from judge.service.deps import AdminDep, SessionDep
+from judge.service.deps import AdminDep, SessionDep, answers
 from judge.service.models import Submission
 
 router = APIRouter(tags=["export"])
 
 
-@router.get("/api/export", responses={200: {"content": {"text/csv": {}}}})  # format=csv
+@router.get("/api/export", responses=answers("text/csv"))  # format=csv
 def export(s: SessionDep, admin: AdminDep, format: str = "json"):
     if format == "dump":  # the whole database, for `kjudge db import`
         return dump.export_dump(s)

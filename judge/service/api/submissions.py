@@ -14,7 +14,7 @@ from judge.judging import report
 from judge.judging.record import JudgeResult
 from judge.service import catalog, errors, queueing, rejudges, sanctions, submissions
 from judge.service.api.views import highlight_source, judging_view, submission_view
-from judge.service.deps import Body, IdInPath, Mode, SessionDep, SettingsDep, UserDep
+from judge.service.deps import Body, IdInPath, Mode, SessionDep, SettingsDep, UserDep, answers
 from judge.service.models import ProfileReport, Rejudge, Submission, User
 
 router = APIRouter(tags=["submissions"])
@@ -54,25 +54,19 @@ def get_submission(submission_id: IdInPath, s: SessionDep, user: UserDep,
     return view
 
 
-class CsvResponse(Response):
-    media_type = "text/csv"  # what the OpenAPI document says the route answers
-
-
-class BinaryResponse(Response):
-    media_type = "application/octet-stream"
-
-
-@router.get("/api/submissions/{submission_id}/results.csv", response_class=CsvResponse)
+@router.get("/api/submissions/{submission_id}/results.csv", responses=answers("text/csv"))
 def submission_csv(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
     """The current result per test point, in `kjudge judge --csv`'s schema, made from the
     view the submission's page shows (a contestant's secret points: name and verdict)."""
     view = submission_view(submissions.get_submission(s, user, submission_id), user,
                            with_source=False)
-    return CsvResponse(report.csv_text(JudgeResult.from_dict(view)), headers={
-        "Content-Disposition": f'attachment; filename="submission-{submission_id}.csv"'})
+    return Response(report.csv_text(JudgeResult.from_dict(view)), media_type="text/csv",
+                    headers={"Content-Disposition":
+                             f'attachment; filename="submission-{submission_id}.csv"'})
 
 
-@router.get("/api/submissions/{submission_id}/profile.ncu-rep", response_class=BinaryResponse)
+@router.get("/api/submissions/{submission_id}/profile.ncu-rep",
+            responses=answers("application/octet-stream"))
 def profile_report(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Response:
     """A profile submission's Nsight Compute report (open it in Nsight Compute's UI)."""
     current = submissions.current_judging(submissions.get_submission(s, user, submission_id))
@@ -80,7 +74,7 @@ def profile_report(submission_id: IdInPath, s: SessionDep, user: UserDep) -> Res
     if found is None:
         raise errors.ServiceError(404, f"submission {submission_id} has no profile report "
                                       "(only a profile submission has one, once judged)")
-    return BinaryResponse(found.data, headers={
+    return Response(found.data, media_type="application/octet-stream", headers={
         "Content-Disposition": f'attachment; filename="submission-{submission_id}.ncu-rep"'})
 
 
