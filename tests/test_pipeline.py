@@ -324,8 +324,11 @@ def test_a_lowered_report_is_charged_by_the_judges_clock(vector_add, cpu, defaul
     for cheat, *controls in zip(result.tests, honest.tests, again.tests):
         control = min(t.time_ms for t in controls)
         assert cheat.time_ms >= 0.85 * control >= 0.4, (cheat.time_ms, control)
-    # the speedups also carry the two judgings' baselines, which differ by up to ~30 % here
-    assert result.speedup <= 1.5 * honest.speedup
+    # the speedups also carry the two judgings' baselines, which differ by up to ~30 % here,
+    # and which points resolve (a 2 ms kernel's tiny point decides where one drops out)
+    assert result.speedup <= 1.5 * max(honest.speedup, again.speedup), [
+        (t.name, t.time_ms, t.baseline_ms, t.resolvable) for r in (honest, result, again)
+        for t in r.tests]
     assert any("charged" in flag for flag in result.flags), result.flags
 
 

@@ -127,6 +127,28 @@ def test_each_contender_is_charged_its_own_loaders_floor():
     assert charging.charge(sub, base, native, python).ms == pytest.approx(0.5 - 0.002, rel=0.01)
 
 
+@pytest.mark.parametrize("preempted", [0, 3, 5])
+def test_floor_turns_preempted_leave_an_honest_point_resolvable(preempted):
+    """A busy host preempts some of the baseline's floor turns (5 ms here, of a turn of 1024
+    empty calls): their median lifted an honest point's harness work past the resolution of its
+    calls, the point fell out of the score and an honest judging scored 1/40 of the next (a
+    2 ms kernel whose tiny point then decided). Whether the work fits is weighed on the
+    undisturbed turns; what is credited stays the median's, within the resolution."""
+    call, work = 0.2, EMPTY_MS + AROUND_MS  # resolvable from work / RESOLUTION = 0.1 ms
+    base = baseline(call, 2)
+    for turn in range(preempted):
+        base.empty_rt["python"][turn] += 5.0
+    floor = Floor.of(base, "python", RESOLUTION)
+    assert floor.resolvable(call, 1) and floor.resolvable_from_ms(1) == pytest.approx(
+        work / RESOLUTION, rel=0.1)
+    assert floor.call_ms == pytest.approx(work + (5.0 / 1024 if preempted > 4 else 0), rel=0.1)
+    assert charge(samples(call, 1), base).resolvable
+    # a harness whose work does not fit, in every turn: not resolvable however quiet
+    heavy = baseline(call, 2)
+    heavy.empty_rt["python"] = [rt + 5.0 for rt in heavy.empty_rt["python"]]
+    assert not Floor.of(heavy, "python", RESOLUTION).resolvable(call, 1)
+
+
 def test_a_batch_of_one_heavy_call_and_near_empty_ones_is_lopsided():
     """Issue 42: every call's report comes back; a batch computed in its first call (or in pairs)
     shows as near-empty calls beside heavy ones, which honest calls never are, preempted or

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from judge.measure import scoring
@@ -135,6 +136,13 @@ def _without_place(values: list[float], first: list[bool]) -> list[float]:
 RESOLUTION_ERRORS = SIGNIFICANCE
 
 
+def lower_quartile(values: Sequence[float]) -> float:
+    """The first quartile (the value itself for one)."""
+    if len(values) < 2:
+        return values[0]
+    return statistics.quantiles(values, n=4, method="inclusive")[0]
+
+
 def resolution(target_rse: float) -> float:
     """The fraction of a call that the harness's work is credited up to (Floor.resolution)."""
     return RESOLUTION_ERRORS * target_rse
@@ -177,6 +185,13 @@ class Floor:
     # on in that span would have the slowdown credited as speed
     judged_ms: float = 0.0
     mapping_credited: bool = True  # the contender was seen mapping its released sets whole
+    # the harness's work per request and per call (handled_ms, call_ms) undisturbed: the lower
+    # quartile of the turns, not their median. Preemption only adds to a turn, and on a busy host
+    # it lifted the median of an honest 4.4 ms point's empty calls tenfold (25 to 270 µs): the
+    # point fell out of the score (`resolvable`) and an honest judging scored 1/40 of the next.
+    # What a trimmed harness gains is the work, not the waits; the credit stays the median's
+    steady_handled_ms: float | None = None
+    steady_call_ms: float | None = None
 
     @property
     def judge_ms(self) -> float:
@@ -196,6 +211,13 @@ class Floor:
         """Of `harness_ms`, what a run could trim (all but the mapping)."""
         return max(self.harness_ms(calls) - self.mapped_ms, 0.0)
 
+    def steady_trimmable_ms(self, calls: float) -> float:
+        """`trimmable_ms` of the undisturbed turns (`steady_call_ms`): what resolvability weighs."""
+        handled = self.handled_ms if self.steady_handled_ms is None else self.steady_handled_ms
+        call = self.call_ms if self.steady_call_ms is None else self.steady_call_ms
+        return max(min(handled / max(calls, 1) + call, self.harness_ms(calls)) - self.mapped_ms,
+                   0.0)
+
     def credit(self, call_clock: float, calls: float) -> float:
         """What is subtracted from a call that took `call_clock`: the mapping of its inputs
         where it was seen done, and the rest of the harness's work up to `resolution` of the
@@ -209,13 +231,14 @@ class Floor:
         the floor turns measured (pages the honest run's kernel then reads from its caches,
         TLB misses) is out of the judge's sight (4-6 % on sparse_read), so its point cannot
         carry the score."""
-        return self.mapping_credited and self.trimmable_ms(calls) <= self.resolution * call_clock
+        return (self.mapping_credited
+                and self.steady_trimmable_ms(calls) <= self.resolution * call_clock)
 
     def resolvable_from_ms(self, calls: float) -> float:
         """The shortest call, on the judge's clock, that is resolvable in batches of `calls`."""
         if self.resolution <= 0 or not self.mapping_credited:
             return math.inf
-        return self.trimmable_ms(calls) / self.resolution
+        return self.steady_trimmable_ms(calls) / self.resolution
 
     @classmethod
     def of(cls, base: Samples, loader: str | None = None, resolution: float = 0.0,
@@ -228,23 +251,27 @@ class Floor:
         if loader is None:
             loader = next(iter(base.floor), "")
         request = statistics.median(base.request_rt)
-        handled = min(statistics.median(base.request_handled), request) if (
-            base.request_handled) else 0.0
+        handled = steady_handled = 0.0
+        if base.request_handled:
+            handled = min(statistics.median(base.request_handled), request)
+            steady_handled = min(lower_quartile(base.request_handled), handled)
         floor = base.floor.get(loader)
         empty = statistics.median(floor) if floor else None
-        call = judged = 0.0
+        call = steady_call = judged = 0.0
         if base.empty_rt.get(loader):
             turns = list(zip(base.empty_rt[loader], base.empty_calls[loader],
                              base.empty_judged.get(loader) or [0.0] * len(base.empty_rt[loader])))
-            call = max(statistics.median((rt - j - request) / n for rt, n, j in turns),
-                       empty or 0.0)
+            per_call = [(rt - j - request) / n for rt, n, j in turns]
+            call = max(statistics.median(per_call), empty or 0.0)
+            steady_call = min(max(lower_quartile(per_call), empty or 0.0), call)
             judged = statistics.median(j / n for _, n, j in turns)
         mapped = [m / n for m, n in zip(base.empty_mapped.get(loader, []),
                                         base.empty_calls.get(loader, [])) if n]
         return cls(request, handled,
                    statistics.median(base.staging_rt) if base.staging_rt else 0.0,
                    call, empty, resolution, statistics.median(mapped) if mapped else 0.0,
-                   judged, mapping_credited=mapped_whole)
+                   judged, mapping_credited=mapped_whole, steady_handled_ms=steady_handled,
+                   steady_call_ms=steady_call)
 
 
 @dataclass(frozen=True)
@@ -357,7 +384,8 @@ def charge(sub: Samples, base: Samples, floor: Floor | None = None,
     raw = balanced_median(sub.call_clock(floor), sub.first)
     result = Charge(clock, reported, time_excess / calls,
                     time_z > SIGNIFICANCE and time_excess > allowance,
-                    harness_ms=floor.trimmable_ms(calls), resolvable=floor.resolvable(raw, calls),
+                    harness_ms=floor.steady_trimmable_ms(calls),
+                    resolvable=floor.resolvable(raw, calls),
                     resolvable_from_ms=floor.resolvable_from_ms(calls),
                     lopsided=statistics.fmean(map(lopsided, sub.each_call))
                     if sub.each_call else 0.0)
