@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judge.judging.pipeline import JudgeOptions, judge_source
-from judge.judging.warm import Slot, SlotPool, startup_env
+from judge.judging.warm import UNTIMED, Slot, SlotPool, startup_env
 from judge.verdicts import Verdict
 from sandbox import SandboxLimits
 from tests.conftest import make_sandbox
@@ -106,6 +106,44 @@ def test_a_judging_never_sees_what_the_last_one_left_behind(vector_add, cpu, bac
         assert left.verdict is Verdict.AC and left.applied["warm_start"], left.message
         seen = _judge(vector_add, SEEKER, cpu, sandbox, pool=pool)
         assert seen.verdict is Verdict.AC and seen.applied["warm_start"], seen.message
+    finally:
+        pool.close()
+
+
+def test_an_untimed_judging_starts_no_baseline_and_a_timed_one_takes_no_slot_without(vector_add,
+                                                                                    cpu):
+    """An untimed judging (a validation's self-tests, an import's) needs the submission's
+    harness alone: a baseline's interpreter and torch import would be started for nothing. A
+    timed judging never takes a slot that lacks the baseline's."""
+    sandbox = make_sandbox("bwrap")
+    pool = SlotPool(sandbox, UNTIMED)
+    try:
+        pool.prepare(startup_env(sandbox, cpu))
+        pool._join()
+        assert set(pool._next.harnesses) == {"submission"}
+        untimed = _judge(vector_add, LEAVER, cpu, sandbox, pool=pool)
+        assert untimed.verdict is Verdict.AC and untimed.applied["warm_start"], untimed.message
+        timed = judge_source(vector_add, LEAVER, language="torch", device=cpu, sandbox=sandbox,
+                             options=JudgeOptions(tests=["tiny"], pool=pool))
+        assert timed.verdict is Verdict.AC and timed.tests[0].time_ms, timed.message
+        assert not timed.applied["warm_start"]  # started for it, with the baseline's harness
+    finally:
+        pool.close()
+
+
+def test_a_pool_warms_no_slot_behind_its_last_judging(vector_add, cpu):
+    """A validation knows its last judging: the slot warmed behind it would be two interpreters
+    and torch imports that nobody takes."""
+    sandbox = make_sandbox("bwrap")
+    pool = SlotPool(sandbox)
+    try:
+        pool.prepare(startup_env(sandbox, cpu))
+        first = _judge(vector_add, LEAVER, cpu, sandbox, pool=pool)
+        assert first.applied["warm_start"] and pool._next is not None  # the next one waits
+        pool.ending()
+        last = _judge(vector_add, LEAVER, cpu, sandbox, pool=pool)
+        assert last.verdict is Verdict.AC and last.applied["warm_start"], last.message
+        assert pool._next is None and pool._starting is None
     finally:
         pool.close()
 

@@ -144,8 +144,8 @@ class JudgingRun:
         # reference computes the expected outputs.
         with j.phase("sandbox_start"):
             baseline = start.spawn_baseline(j) if j.options.timing else None
-            if baseline is None:
-                j.slot.harnesses["baseline"].proc.close()  # no timing: no baseline
+            if baseline is None and "baseline" in j.slot.harnesses:  # started ahead of this
+                j.slot.harnesses["baseline"].proc.close()  # untimed judging: not needed
         submission = None
         try:
             with j.phase("reference"):

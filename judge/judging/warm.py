@@ -33,6 +33,7 @@ from sandbox import Mount, ProtocolError, Sandbox, SandboxLimits, SandboxProcess
 log = logging.getLogger("kjudge.warm")
 HARNESS_DIR = Path(protocol.__file__).parent
 ROLES = ("baseline", "submission")
+UNTIMED = ("submission",)  # an untimed judging's roles: no baseline to time against
 JOB_PREFIX = "kjudge-job-"  # then the judge's pid: a dead judge's directories can be told
 # while it waits: enough for the interpreter and torch; the judging sets its own when it takes it
 WARM_LIMITS = SandboxLimits(memory_mb=4096, output_bytes=64 * 1024, file_size_mb=1 << 16)
@@ -73,11 +74,12 @@ class Slot:
     @classmethod
     def start(cls, sandbox: Sandbox, env: dict[str, str], ahead: bool = True,
               idle: bool = False, wrap: Callable[[str], list[str]] | None = None,
-              shown: Sequence[Path] = ()) -> Slot:
-        """Start both harnesses (`ahead` of their judging; at `idle` CPU priority until taken,
-        while another judging runs); `wrap`: the submission's harness runs under the command
-        it gives for its scratch folder's sandbox path (a profiler), whose `shown` folders
-        its sandbox shows, read-only, where they are."""
+              shown: Sequence[Path] = (), roles: Sequence[str] = ROLES) -> Slot:
+        """Start the harnesses of `roles` (both, or UNTIMED's one: a baseline's interpreter and
+        torch import that no untimed judging uses), `ahead` of their judging, at `idle` CPU
+        priority until taken, while another judging runs; `wrap`: the submission's harness runs
+        under the command it gives for its scratch folder's sandbox path (a profiler), whose
+        `shown` folders its sandbox shows, read-only, where they are."""
         workdir = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=work_root()))
         workdir.chmod(0o755)
         inputs = Mount(workdir / "inputs", "/kj/inputs")
@@ -88,7 +90,7 @@ class Slot:
         cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))))
         limits = replace(WARM_LIMITS, cpu_idle=idle, cpus=cpus)
         try:
-            for role in ROLES:
+            for role in roles:
                 wrapped = role == "submission"
                 slot.harnesses[role] = slot._spawn(sandbox, role, limits,
                                                    wrap if wrapped else None,
@@ -119,6 +121,10 @@ class Slot:
 
     def alive(self) -> bool:
         return all(h.proc.returncode() is None for h in self.harnesses.values())
+
+    def serves(self, env: dict[str, str], roles: Sequence[str]) -> bool:
+        """Whether it can serve a judging that starts with `env` and needs `roles`."""
+        return self.env == env and set(roles) <= self.harnesses.keys() and self.alive()
 
     def freeze(self, frozen: bool) -> None:
         for harness in self.harnesses.values():
@@ -193,32 +199,41 @@ def remove_leftovers() -> int:
 
 
 class SlotPool:
-    """The next judging's slot, kept warm for one worker (one judging at a time)."""
+    """The next judging's slot, kept warm for one worker (one judging at a time), with the
+    harnesses of `roles` (UNTIMED where the judgings to come are untimed)."""
 
-    def __init__(self, sandbox: Sandbox):
+    def __init__(self, sandbox: Sandbox, roles: Sequence[str] = ROLES):
         if remove_leftovers():
             log.warning("removed the job directories and cgroups of judges that died")
         self.sandbox = sandbox
+        self.roles = roles
         self._lock = threading.Lock()
         self._next: Slot | None = None
         self._starting: threading.Thread | None = None
         self._quiet = 0
         self._closed = False
+        self._last = False
 
-    def take(self, env: dict[str, str]) -> Slot:
-        """A warm slot started with `env` (a fresh one when none is ready), and the next one
-        started behind it."""
+    def ending(self) -> None:
+        """The next judging is the pool's last (a validation's): no slot is warmed behind it,
+        which would cost two interpreters and torch imports for nothing."""
+        self._last = True
+
+    def take(self, env: dict[str, str], roles: Sequence[str] = ROLES) -> Slot:
+        """A warm slot started with `env` and the harnesses of `roles` (a fresh one when none
+        is ready), and the next one started behind it unless this is the last (`ending`)."""
         self._join()
         with self._lock:
             slot, self._next = self._next, None
-        if slot is not None and (slot.env != env or not slot.alive()):
+        if slot is not None and not slot.serves(env, roles):
             slot.close()
             slot = None
         if slot is None:
-            slot = Slot.start(self.sandbox, env, ahead=False)
+            slot = Slot.start(self.sandbox, env, ahead=False, roles=roles)
         slot.taken = True
         slot.freeze(False)
-        self.prepare(env)
+        if not self._last:
+            self.prepare(env)
         return slot
 
     def prepare(self, env: dict[str, str]) -> None:
@@ -237,7 +252,7 @@ class SlotPool:
 
     def _start(self, env: dict[str, str]) -> None:
         try:
-            slot = Slot.start(self.sandbox, env, idle=True)
+            slot = Slot.start(self.sandbox, env, idle=True, roles=self.roles)
         except Exception as exc:  # the next judging starts its own, and says why if it fails
             log.warning("could not start a warm slot: %s", exc)
             return

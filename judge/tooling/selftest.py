@@ -13,7 +13,7 @@ from judge.judging.pipeline import JudgeOptions, JudgingRun, NotRunnable, judge_
 from judge.judging.record import JudgeResult, TestReport
 from judge.judging.reference import ProblemRuntimeError, Reference
 from judge.judging.rules import check_rules
-from judge.judging.warm import SlotPool, startup_env
+from judge.judging.warm import ROLES, UNTIMED, SlotPool, startup_env
 from judge.languages import UnknownLanguage, get_language, infer_language
 from judge.problem.schema import Problem, self_tests
 from judge.verdicts import Verdict
@@ -37,7 +37,7 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
                    timing: bool = True) -> list[SelfTestOutcome]:
     """Judge every self-test submission; with `timing`, the first AC one is also timed. Each
     judging's harnesses warm up while the one before runs (judge/judging/warm.py)."""
-    pool = SlotPool(sandbox)
+    pool = SlotPool(sandbox, ROLES if timing else UNTIMED)
     try:
         pool.prepare(startup_env(sandbox, device))
         outcomes = _run_self_tests(problem, device, sandbox, timing, pool)
@@ -77,6 +77,8 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
         # One accepted submission per problem is timed, which also proves the baseline runs.
         timing = expected is Verdict.AC and not timed_once
         timed_once = timed_once or timing
+        # the slots warmed behind the timed one serve untimed judgings: no baseline
+        pool.roles = UNTIMED if timed_once else ROLES
         try:
             result = judge_source(problem, source, language=language, device=device,
                                   sandbox=sandbox, options=JudgeOptions(timing=timing,
@@ -156,7 +158,9 @@ def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
     if medians:
         guesses["a constant"] = {positions[n]: v for n, v in medians.items()}
     outcomes = []
-    for what, fill in guesses.items():
+    for index, (what, fill) in enumerate(guesses.items()):
+        if pool is not None and index == len(guesses) - 1:
+            pool.ending()
         # the judge's own guess, in torch whatever languages the problem admits
         result = JudgingRun(problem, GUESS.format(fill=fill), Admission(get_language("torch")),
                             device, sandbox, JudgeOptions(timing=False, pool=pool)).run()

@@ -15,7 +15,7 @@ from judge.judging.contender import Contender
 from judge.judging.context import STARTUP_GRACE_S, Judging, RunFailure
 from judge.judging.reference import ProblemRuntimeError
 from judge.judging.rules import operator_rule
-from judge.judging.warm import Slot, WarmHarness, cpu_threads, startup_env
+from judge.judging.warm import ROLES, UNTIMED, Slot, WarmHarness, cpu_threads, startup_env
 from judge.languages import Language, infer_language
 from judge.verdicts import Verdict
 from sandbox import ProtocolError, ReplyTimeout, SandboxLimits
@@ -29,10 +29,12 @@ DEFAULT_GPU_MEMORY_SHARE = 0.4
 
 
 def take_slot(j: Judging) -> Slot:
-    """The slot whose two harnesses serve this judging: its own under a profiler, the one
-    started ahead for it, the worker pool's next, else one started now."""
+    """The slot whose harnesses serve this judging (the submission's, and the baseline's where
+    it is timed): its own under a profiler, the one started ahead for it, the worker pool's
+    next, else one started now."""
     env = startup_env(j.sandbox, j.device)
     options = j.options
+    roles = ROLES if options.timing else UNTIMED
     if options.profile is not None:  # a harness of its own, under the profiler
         ncu = options.profile.ncu
         try:
@@ -41,12 +43,12 @@ def take_slot(j: Judging) -> Slot:
             raise ProblemRuntimeError(str(exc)) from None
         slot = Slot.start(j.sandbox, env, ahead=False, shown=shown,
                           wrap=functools.partial(profiling.wrapper, ncu))
-    elif options.slot is not None and options.slot.env == env and not options.slot.taken:
+    elif options.slot is not None and options.slot.serves(env, roles) and not options.slot.taken:
         slot, options.slot.taken = options.slot, True
     elif options.pool is not None:
-        slot = options.pool.take(env)
+        slot = options.pool.take(env, roles)
     else:
-        slot = Slot.start(j.sandbox, env, ahead=False)
+        slot = Slot.start(j.sandbox, env, ahead=False, roles=roles)
     j.result.applied["warm_start"] = slot.ahead
     return slot
 
