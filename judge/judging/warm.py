@@ -216,7 +216,7 @@ class SlotPool:
 
     def ending(self) -> None:
         """The next judging is the pool's last (a validation's): no slot is warmed behind it,
-        which would cost two interpreters and torch imports for nothing."""
+        whose interpreters and torch imports nobody would take."""
         self._last = True
 
     def take(self, env: dict[str, str], roles: Sequence[str] = ROLES) -> Slot:
