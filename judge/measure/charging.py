@@ -215,8 +215,7 @@ class Floor:
         """`trimmable_ms` of the undisturbed turns (`steady_call_ms`): what resolvability weighs."""
         handled = self.handled_ms if self.steady_handled_ms is None else self.steady_handled_ms
         call = self.call_ms if self.steady_call_ms is None else self.steady_call_ms
-        return max(min(handled / max(calls, 1) + call, self.harness_ms(calls)) - self.mapped_ms,
-                   0.0)
+        return max(handled / max(calls, 1) + call - self.mapped_ms, 0.0)
 
     def credit(self, call_clock: float, calls: float) -> float:
         """What is subtracted from a call that took `call_clock`: the mapping of its inputs
