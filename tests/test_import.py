@@ -614,3 +614,74 @@ def test_a_model_slow_on_the_meta_device_is_probed_on_the_cpu_to_the_same_folder
     alone = convert("kernelbench", source)
     assert log.read_text().split().count("cpu") < devices.count("cpu")  # meta did the probes
     assert (fast.signature, fast.tests) == (alone.signature, alone.tests)
+
+
+def test_torchs_first_use_of_the_meta_device_does_not_make_a_model_slow_there(tmp_path,
+                                                                               monkeypatch):
+    """A fresh interpreter's first meta run pays torch's loading of its Python meta kernels
+    (~1.4 s, over META_SLOW_S): a model that takes milliseconds there was judged slow on it and
+    probed on the CPU, an import 2-3x as long. A fresh interpreter's probes go where a warm one's
+    do."""
+    import subprocess
+    import sys
+
+    from judge.problem.importers import convert, kernelbench
+
+    log = tmp_path / "devices"
+    source = tmp_path / "1_Fast_On_Meta.py"
+    source.write_text(SLOW_ON_META.replace("@LOG@", repr(str(log)))
+                      .replace("time.sleep(1.05)", "pass"))
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from "
+                    "judge.problem.importers import convert; convert('kernelbench', "
+                    "Path(sys.argv[1]))", source], cwd=ROOT, check=True, timeout=300)
+    fresh = log.read_text().split()
+    log.unlink()
+    monkeypatch.setattr(kernelbench, "META_SLOW_S", float("inf"))
+    convert("kernelbench", source)
+    assert fresh == log.read_text().split() and fresh.count("meta") > 3, fresh
+
+
+SHAPE_ERROR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        with open(@LOG@, "a") as log:
+            log.write(x.device.type + "\\n")
+        y = torch.relu(x)  # work a CPU run would compute before failing
+        return y @ y  # (batch, dim) @ (batch, dim): no size makes it fit
+
+
+batch_size = 64
+dim = 65536
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_model_that_fails_on_meta_for_its_shapes_is_not_computed_on_the_cpu(tmp_path):
+    """A shape error on the meta device is one on the CPU too, found there only after computing
+    what comes before it for real (a ConvTranspose3d whose LayerNorm does not fit: 7 s): the
+    import says what failed without the CPU run. A failure for want of data (Tensor.item())
+    is still tried on the CPU, and imports."""
+    from judge.problem.importers import convert
+
+    log = tmp_path / "devices"
+    source = tmp_path / "1_Shapes_Do_Not_Fit.py"
+    source.write_text(SHAPE_ERROR.replace("@LOG@", repr(str(log))))
+    with pytest.raises(ImportFailure, match="does not run with"):
+        convert("kernelbench", source)
+    assert log.read_text().split() == ["meta"]
+    log.unlink()
+    source.write_text(SHAPE_ERROR.replace("@LOG@", repr(str(log)))
+                      .replace("return y @ y", "return y / y.abs().max().item()")
+                      .replace("dim = 65536", "dim = 256"))
+    draft = convert("kernelbench", source)
+    assert log.read_text().split()[:2] == ["meta", "cpu"] and draft.tests
