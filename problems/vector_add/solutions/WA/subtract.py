@@ -12,4 +12,4 @@ def sub_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 
 def run_kernel(a, b, c, n):
-    sub_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
+    sub_kernel[(triton.cdiv(n, 4096),)](a, b, c, n, BLOCK=4096)
