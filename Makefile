@@ -60,7 +60,9 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # the same timing code, a quarter of its calls. `worksteal` hands a worker that runs out the
 # tests another has not started, so that no worker ends long after the others.
 PARALLEL_POINT_S ?= 0.3
-PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=30
+# -rs lists each skipped test with its reason: the skips are of a backend that a test does not
+# apply to (the process backend isolates nothing) or of an engine missing on the host
+PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
 
 test: venv system-deps editor
 	$(BIN)/ruff check .
