@@ -330,9 +330,10 @@ def _run_for_shapes(module, values: dict, file: str, on_cpu: bool) -> tuple:
 
 
 def _wants_data(exc: Exception) -> bool:
-    """Whether a failure on the meta device is one for want of data, which the CPU may not
-    have: Tensor.item(), nonzero(), an operator with no meta kernel, a tensor made on the CPU
-    beside meta ones. Torch names the meta device in each, and no shape error does."""
+    """Whether a failure on the meta device is for want of the data that a CPU run has:
+    Tensor.item(), nonzero(), an operator with no meta kernel, a tensor made on the CPU beside
+    meta ones. Torch names the meta device in each, and no shape error does (a message that
+    names it for another reason costs only the CPU run that every failure had before)."""
     return isinstance(exc, NotImplementedError) or "meta" in str(exc).lower()
 
 
