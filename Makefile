@@ -60,9 +60,9 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # the same timing code, a quarter of its calls. `worksteal` hands a worker that runs out the
 # tests another has not started, so that no worker ends long after the others.
 PARALLEL_POINT_S ?= 0.3
-# -rs lists each skipped test with its reason: the skips are of a backend that a test does not
-# apply to (the process backend isolates nothing) or of an engine missing on the host
-PYTEST := $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=30
+# -rfEs: the failures and errors, and each skipped test with its reason (a backend a test does not
+# apply to, a CUDA device that is not there)
+PYTEST := $(BIN)/python -m pytest -q -rfEs -p no:cacheprovider --durations=30
 
 test: venv system-deps editor
 	$(BIN)/ruff check .

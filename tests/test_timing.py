@@ -640,6 +640,40 @@ def test_a_released_set_is_sealed(tmp_path):
         staging.close()
 
 
+def test_a_set_is_sealed_once_what_holds_its_pages_lets_go():
+    """The kernel refuses the write seal (EBUSY) while a memfd's pages are held beyond its
+    mappings and waits only ~150 ms for them: on a loaded host a judging ended in that error.
+    A hold that ends (here a writable mapping, closed after 0.3 s, for what the kernel let go
+    late) delays the seal; one that stays still fails it."""
+    import errno
+    import fcntl
+    import mmap
+    import threading
+
+    import pytest
+
+    from judge.measure.release import SEALS, add_seals
+
+    fd, kept = os.memfd_create("set", os.MFD_ALLOW_SEALING), None
+    try:
+        os.ftruncate(fd, 4096)
+        mapping = mmap.mmap(fd, 4096)
+        threading.Timer(0.3, mapping.close).start()
+        add_seals(fd)
+        assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) == SEALS and mapping.closed
+        os.close(fd)
+        fd = os.memfd_create("set", os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, 4096)
+        kept = mmap.mmap(fd, 4096)
+        with pytest.raises(OSError) as refused:
+            add_seals(fd, tries=3)
+        assert refused.value.errno == errno.EBUSY
+    finally:
+        if kept is not None:
+            kept.close()
+        os.close(fd)
+
+
 def test_a_set_is_seen_mapped_whole_only_where_every_page_was_mapped():
     """Issue 42: the mapping of a released set is credited in full as the baseline's harness
     did it (populated at once); a run that mapped it lazily pays only for the pages its kernel

@@ -26,6 +26,7 @@ mapping of pages it never mapped. The judge's spin while it waits keeps off the 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import mmap
 import os
@@ -41,6 +42,7 @@ from judge.harness.protocol import COUNT, DONE_AT, HUGE_PAGE, RELEASE, RELEASE_S
 
 SET_NAME = "kjudge-set"  # what a sealed set's memfd is called (/proc shows "/memfd:kjudge-set")
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+SEAL_TRIES = 20  # add_seals: 2 s of waiting in all, beyond the kernel's own
 
 
 def seal(data: memoryview) -> int:
@@ -58,11 +60,27 @@ def seal(data: memoryview) -> int:
             done = 0
             while done < len(data):
                 done += os.write(fd, data[done:])
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+        add_seals(fd)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def add_seals(fd: int, tries: int = SEAL_TRIES) -> None:
+    """SEALS on `fd`. The kernel refuses F_SEAL_WRITE (EBUSY) while a page of the memfd has a
+    reference beyond its mappings, waiting ~150 ms for one to go: on a loaded host a reference
+    can last longer (khugepaged holding the pages while it collapses them into a huge page,
+    for one), and a judging ended in an error. Such a reference is let go; a writable mapping
+    someone keeps is not, and still ends in EBUSY."""
+    for attempt in range(1, tries + 1):
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == tries:
+                raise
+            time.sleep(0.01 * attempt)
 
 
 SHMEM_HUGE = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
