@@ -7,16 +7,20 @@ accelerator also get its device nodes and a read-only /sys (as a container does)
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 from sandbox.base import Mount, SandboxConfig
 from sandbox.command import CommandSandbox
+
+log = logging.getLogger("kjudge.sandbox")
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime")
 
@@ -34,20 +38,31 @@ def python_paths() -> list[str]:
                   if not any(p.startswith(other + os.sep) for other in paths))
 
 
+PROBE = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534",
+         "--gid", "65534", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+PROBE_TRIES = 3  # a host short of a resource for a moment (processes, memory) fails one probe
+
+
 @cache
 def _bwrap_works() -> bool:
     """bwrap is installed and can make its namespaces here (a container without privileges, or
-    a kernel that refuses user namespaces, has the binary but not the means)."""
+    a kernel that refuses user namespaces, has the binary but not the means). A failed probe is
+    tried again, and each failure is logged with bwrap's own words: a worker that concluded
+    "no sandbox" from one probe on a loaded host stopped for good, saying nothing of why."""
     if shutil.which("bwrap") is None:
         return False
-    try:
-        done = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-                               "--uid", "65534", "--gid", "65534", "--ro-bind", "/", "/",
-                               "--proc", "/proc", "--dev", "/dev", "true"],
-                              capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+    for attempt in range(1, PROBE_TRIES + 1):
+        try:
+            done = subprocess.run(PROBE, capture_output=True, text=True, timeout=30)
+            why = f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
+            if done.returncode == 0:
+                return True
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = repr(exc)
+        log.warning("bwrap cannot make its namespaces here (try %d of %d): %s", attempt,
+                    PROBE_TRIES, why)
+        time.sleep(attempt)
+    return False
 
 
 class BwrapSandbox(CommandSandbox):

@@ -1,4 +1,5 @@
 import ast
+import os
 import tempfile
 from pathlib import Path
 
@@ -206,6 +207,36 @@ def test_bwrap_shows_sys_to_accelerator_runs_only(tmp_path):
                                                   limits=limits, timeout_s=30)
     cpu = BwrapSandbox().run(argv, mounts=[mount], cwd=mount, env={}, limits=limits, timeout_s=30)
     assert gpu.returncode == 0 and cpu.returncode != 0, (gpu.output, cpu.output)
+
+
+def test_a_bwrap_probe_that_fails_for_a_moment_is_tried_again_and_says_why(
+        tmp_path, monkeypatch, caplog):
+    """A worker chose its sandbox from one bwrap probe: one failure on a loaded host (a CI run:
+    "no sandbox that isolates submissions is available") stopped it for good, and nothing said
+    why. A bwrap that fails once, with its own words, then works (the real one, from then on):
+    the probe tries again, finds it, and the log has the words."""
+    import shutil
+
+    from sandbox import bwrap
+
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("bwrap not installed")
+    flaky = tmp_path / "bin" / "bwrap"
+    flaky.parent.mkdir()
+    flaky.write_text(f"#!/bin/sh\nif [ ! -e {tmp_path}/failed ]; then touch {tmp_path}/failed\n"
+                     "echo 'bwrap: Creating new namespace failed: Resource temporarily "
+                     f"unavailable' >&2; exit 1; fi\nexec {real} \"$@\"\n")
+    flaky.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{flaky.parent}:{os.environ['PATH']}")
+    bwrap._bwrap_works.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="kjudge.sandbox"):
+            assert bwrap.BwrapSandbox.available()
+    finally:
+        bwrap._bwrap_works.cache_clear()
+    assert (tmp_path / "failed").exists()
+    assert "Resource temporarily unavailable" in caplog.text and "try 1 of" in caplog.text
 
 
 def test_the_cuda_toolkit_is_found_and_shown_to_sandboxes_without_the_path(tmp_path, monkeypatch):
