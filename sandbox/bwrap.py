@@ -61,7 +61,8 @@ def _bwrap_works() -> bool:
             why = repr(exc)
         log.warning("bwrap cannot make its namespaces here (try %d of %d): %s", attempt,
                     PROBE_TRIES, why)
-        time.sleep(attempt)
+        if attempt < PROBE_TRIES:
+            time.sleep(attempt)  # 3 s in all where bwrap cannot work, once per process
     return False
 
 
