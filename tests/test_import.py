@@ -641,29 +641,12 @@ def test_torchs_first_use_of_the_meta_device_does_not_make_a_model_slow_there(tm
     assert fresh == log.read_text().split() and fresh.count("meta") > 3, fresh
 
 
-SHAPE_ERROR = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        with open(@LOG@, "a") as log:
-            log.write(x.device.type + "\\n")
-        y = torch.relu(x)  # work a CPU run would compute before failing
-        return y @ y  # (batch, dim) @ (batch, dim): no size makes it fit
-
-
-batch_size = 64
-dim = 65536
-
-
-def get_inputs():
-    return [torch.rand(batch_size, dim)]
-
-
-def get_init_inputs():
-    return []
-'''
+SHAPE_ERROR = SLOW_ON_META.replace(
+    """        if x.device.type == "meta":  # as an LSTM's per-step loop is there
+            time.sleep(1.05)
+        return torch.relu(x)""",
+    """        y = torch.relu(x)  # work a CPU run would compute before failing
+        return y @ y  # (batch, dim) @ (batch, dim): no size makes it fit""")
 
 
 def test_a_model_that_fails_on_meta_for_its_shapes_is_not_computed_on_the_cpu(tmp_path):
