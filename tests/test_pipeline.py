@@ -485,6 +485,25 @@ def test_the_compile_grace_of_jit_languages_covers_compiling_only(cpu, default_s
     assert slow.verdict is Verdict.TLE, slow.to_dict()
 
 
+def test_tilelang_on_the_cpu_compiles_at_the_first_call_within_the_compile_grace(
+        cpu, default_sandbox, tmp_path):
+    """TileLang's `c` target compiles each shape at its first call too (a C compiler run through
+    TVM: seconds, more on a loaded host): that call has the compile grace, as on a GPU. Without
+    it the bundled TileLang AC was judged TLE beside other tests ("no result within 3 s")."""
+    from judge.languages import get_language
+
+    folder = tmp_path / "vector_add"
+    shutil.copytree(VA, folder)
+    spec = folder / "problem.yaml"
+    text = spec.read_text().partition("rules:")[0]  # a stand-in kernel: torch does its adding
+    spec.write_text(text.replace("compile_s: 60, run_s: 3", "compile_s: 8, run_s: 1")
+                    .replace("input_sets: 2", "input_sets: 1"))
+    options = JudgeOptions(timing=False, tests=["tiny"])
+    result = judge(load_problem(folder), "import tilelang\n" + JIT_FIRST_CALL.format(
+        compile_s=2.5, run_s=0), cpu, default_sandbox, options, language=get_language("tilelang"))
+    assert result.verdict is Verdict.AC, result.message or result.tests[0].message
+
+
 def test_a_deployment_caps_the_seconds_a_point_is_timed(vector_add, monkeypatch):
     """`KJUDGE_MAX_POINT_S` bounds each point's timing below the problem's own `max_s` (never
     above it); the record says when it applied."""

@@ -68,7 +68,7 @@ class Language:
     packages: tuple[str, ...] = ()
     # .py sources are told apart by their imports: the lowest rank whose `detects` holds wins
     infer_rank: int = 0
-    # devices on which it compiles at the first call of each new shape (Triton, TileLang on GPUs)
+    # devices on which it compiles at the first call of each new shape (Triton on GPUs, TileLang)
     jit_devices: tuple[str, ...] = ()
     # environment variables that name its JIT's on-disk cache (judge/judging/jit_cache.py keeps
     # one per source, toolchain and device)
@@ -184,7 +184,8 @@ class PythonKernelLanguage(Language):
     extensions = (".py",)
     devices = ("cpu", "cuda", "maca")
     source_name = "submission.py"
-    jit_devices = ("cuda", "maca")  # compiled at the first call of each new shape on a GPU
+    # compiled at the first call of each new shape on a GPU (Triton interprets on the CPU)
+    jit_devices = ("cuda", "maca")
     kernel_decorators = ("jit",)
 
     def host_toolchain_version(self) -> str:

@@ -22,6 +22,8 @@ class TileLang(PythonKernelLanguage):
     packages = ("tilelang", "tvm", "tvm_ffi")  # TileLang runs on TVM
     infer_rank = 0  # a TileLang source may import triton too
     jit_cache_env = ("TILELANG_CACHE_DIR",)
+    # every target compiles a shape at its first call, `c` too (a C compiler through TVM)
+    jit_devices = ("cpu", "cuda", "maca")
     # tilelang.jit, tilelang.autotune; T.prim_func and T.macro (tilelang.language as T)
     kernel_decorators = ("jit", "autotune", "prim_func", "macro")
     starter_imports = "import tilelang\nimport tilelang.language as T\n"

@@ -88,9 +88,9 @@ def load(j: Judging, who: Contender, test: TestPoint, cases: list[TestCase],
 
 
 def warm(j: Judging, who: Contender, test: TestPoint) -> None:
-    """On a GPU, Triton and TileLang compile at the first call of every new shape: that
-    call, neither checked nor timed, may also take the compile time limit; every later call
-    has the run limit alone."""
+    """A JIT language (Triton on a GPU, TileLang everywhere: `Language.jit_devices`) compiles
+    at the first call of every new shape: that call, neither checked nor timed, may also take
+    the compile time limit; every later call has the run limit alone."""
     if who.jit and test.name not in who.warmed:
         who.request("warm", j.spec.limits.compile_s + j.spec.limits.run_s, set=0)
         who.warmed.add(test.name)
