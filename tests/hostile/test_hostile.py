@@ -14,6 +14,10 @@ Each file under submissions/ starts with comment lines:
   gain: none             with a control: the attack's is the control's kernel, so its speedup
                          must stay within the judge's own spread of the control's (GAIN_NOISE),
                          not only short of a doubling
+  calls: POINT N          the attack acts in one call in a few of POINT's timed calls: a
+                         judging that timed fewer than N there gave it no call to act in
+                         (a loaded host stops a point after 3 rounds), so its AC says nothing
+                         and it is judged again, up to RETRIES_FOR_CALLS times
   threat: …              what it tries (see SECURITY.md)
 Submissions that succeed at an attack deliberately answer wrong, so a leak shows as WA.
 """
@@ -40,6 +44,7 @@ CONTROL_NOISE = 1.5
 # one source judged twice differs by ±2 % at the points the score counts here; the trims of
 # issue 42 gained 7 % (native) and 23 % (Python) on the judge before it
 GAIN_NOISE = 1.06
+RETRIES_FOR_CALLS = 3
 
 
 def header(path: Path) -> dict[str, str]:
@@ -61,6 +66,15 @@ def cases():
             if meta.get("timing") == "yes" and ("control" in meta or "flag" in meta):
                 marks.append(pytest.mark.quiet)  # it reads measured times: a speedup, a charge
             yield pytest.param(path, backend, id=f"{path.stem}-{backend}", marks=marks)
+
+
+def too_few_calls(meta: dict[str, str], result) -> bool:
+    """Whether an AC judging timed too few calls at the point the attack acts at (`calls`)."""
+    if "calls" not in meta or result.verdict is not Verdict.AC:
+        return False
+    name, need = meta["calls"].split()
+    point = next(t for t in result.tests if t.name == name)
+    return (point.samples or 0) * (point.batch_calls or 0) < int(need)
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +121,13 @@ def test_hostile_submission(path, backend, problems, cpu, sandboxes, monkeypatch
     # a process of the host, outside any sandbox, that no submission may reach
     sentinel = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
-        result = judge_source(problem, source, filename=path.name, device=cpu,
-                              sandbox=sandboxes[backend],
-                              options=JudgeOptions(timing=meta.get("timing") == "yes"))
-        assert sentinel.poll() is None, "the submission killed a process of the host"
+        for _ in range(RETRIES_FOR_CALLS):
+            result = judge_source(problem, source, filename=path.name, device=cpu,
+                                  sandbox=sandboxes[backend],
+                                  options=JudgeOptions(timing=meta.get("timing") == "yes"))
+            assert sentinel.poll() is None, "the submission killed a process of the host"
+            if not too_few_calls(meta, result):
+                break
     finally:
         sentinel.kill()
         sentinel.wait()

@@ -1,6 +1,7 @@
 # expect: WA
 # timing: yes
 # backends: bwrap
+# calls: n1048576 11
 # threat: stale outputs reused, quietly: in one call in four of vector_add's 4 MB point (8 calls checked there; one in four so that a copy lands among the point's timed calls even where a loaded machine times only 11) the previous call's output is copied instead of computed (two thirds of the call's memory traffic), each copy a plausible, unpoisoned, non-constant output; at one in sixteen the judge before this check let it through 60 % of the time
 import torch
 
