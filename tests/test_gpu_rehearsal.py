@@ -29,9 +29,12 @@ from tests.conftest import docker_test_image
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "rehearsal"  # beside .venv: the image's packages are hard links
 BUNDLE = WORK / ".whl" / "site-packages.tar.xz"
-# the rehearsal's CPU is slower at the judgings than a GPU machine: every stage's budget and the
-# allowance are scaled alike (their fit is the same at any scale)
-CPU_SCALE = 1.5
+# the rehearsal's CPU is slower at the judgings than a GPU machine (1.5), and it runs beside the
+# other tests, three processes on two CPUs, its judgings wanting two of their own (2): every
+# stage's budget and the allowance are scaled alike (their fit is the same at any scale).
+# Alone on an idle 2-core host its stages took at most 0.56 of their budgets at 1.5; beside two
+# busy processes up to 0.9 (selftests 81 s of 90).
+CPU_SCALE = 3.0
 
 # /work/.library/device/KINDS.md, "Python packages already there" (nvidia-h200, 2026-11-17)
 _LENT_IMAGE_LIST = """
@@ -112,7 +115,7 @@ def bundle() -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.quiet  # each stage must end within its budget
+@pytest.mark.long  # ~5 minutes beside the other tests: started first
 def test_the_device_self_test_runs_as_a_bare_gpu_machine_will_run_it(bundle, tmp_path):
     image = docker_test_image()
     if image is None:
