@@ -475,12 +475,11 @@ def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_
 
     path, _ = import_problem("kernelbench", FORMATS_DIR / "kernelbench/23_Softmax.py", None,
                              tmp_path)
-    assert {o.status for o in strength_outcomes(load_problem(path), cpu,
-                                                default_sandbox)} == {"ok"}
+    assert {o.status for o in strength_outcomes(load_problem(path), cpu)} == {"ok"}
     text = (path / "problem.yaml").read_text()
     assert "atol: 1.0e-08" in text
     (path / "problem.yaml").write_text(text.replace("atol: 1.0e-08", "atol: 0.0001"))
-    weak = strength_outcomes(load_problem(path), cpu, default_sandbox)
+    weak = strength_outcomes(load_problem(path), cpu)
     assert [o.status for o in weak] == ["FAIL", "FAIL"], [o.detail for o in weak]
     assert "cannot tell all zeros from the reference" in weak[0].detail
 

@@ -4,17 +4,19 @@ self-test submission against its expected verdict."""
 from __future__ import annotations
 
 import math
+import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge.host.device import DeviceInfo
-from judge.judging.admission import Admission, SubmissionRejected
-from judge.judging.pipeline import JudgeOptions, JudgingRun, NotRunnable, judge_source
+from judge.judging.admission import SubmissionRejected
+from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 from judge.judging.record import JudgeResult, TestReport
 from judge.judging.reference import ProblemRuntimeError, Reference
 from judge.judging.rules import check_rules
 from judge.judging.warm import ROLES, UNTIMED, SlotPool, startup_env
-from judge.languages import UnknownLanguage, get_language, infer_language
+from judge.languages import UnknownLanguage, infer_language
 from judge.problem.schema import Problem, self_tests
 from judge.verdicts import Verdict
 from sandbox import Sandbox
@@ -41,8 +43,7 @@ def run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
     try:
         pool.prepare(startup_env(sandbox, device))
         outcomes = _run_self_tests(problem, device, sandbox, timing, pool)
-        return outcomes + thread_outcomes(problem, device) + strength_outcomes(
-            problem, device, sandbox, pool)
+        return outcomes + thread_outcomes(problem, device) + strength_outcomes(problem, device)
     finally:
         pool.close()
 
@@ -57,7 +58,7 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
                                               if problem.spec.gpu_only else ""))
                            for expected, path in self_tests(problem)]
     timed_once = not timing
-    for expected, path in self_tests(problem):
+    for expected, path in _last_said(self_tests(problem), pool):
         rel = path.relative_to(problem.path)
         source = path.read_text()
         try:
@@ -100,6 +101,15 @@ def _run_self_tests(problem: Problem, device: DeviceInfo, sandbox: Sandbox, timi
     return outcomes
 
 
+def _last_said(listed: list[tuple[Verdict, Path]], pool: SlotPool):
+    """The self-tests in order, the pool told before the last that nothing is judged after it
+    (no slot is warmed behind it)."""
+    for number, item in enumerate(listed, 1):
+        if number == len(listed):
+            pool.ending()
+        yield item
+
+
 def resolution_outcomes(result: JudgeResult) -> list[SelfTestOutcome]:
     """The timed points whose baseline calls are too short for the judge to resolve beyond its
     harness's own work (judge/measure/charging.py Floor): they do not count in the score, and
@@ -130,51 +140,74 @@ def _unresolvable(test: TestReport) -> str:
             f"the work{size}")
 
 
-GUESS = """
-import torch
-
-FILL = {fill!r}  # an output's position in the call -> the value every element of it gets
-
-
-def run_kernel(*args):
-    for position, value in FILL.items():
-        args[position].view(torch.uint8).zero_() if value == 0 else args[position].fill_(value)
-"""
 FILLABLE = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8",
             "uint8")
 
 
-def strength_outcomes(problem: Problem, device: DeviceInfo, sandbox: Sandbox,
-                      pool: SlotPool | None = None) -> list[SelfTestOutcome]:
+def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutcome]:
     """An answer of zeros and one of a constant (each output's median on the first sample
     point) must both be refused: a problem either passes (a near-zero reference under an
-    absolute tolerance, an output that barely varies) cannot tell a kernel from a guess. Judged
-    on the CPU device only (the guesses are the same everywhere)."""
+    absolute tolerance, an output that barely varies) cannot tell a kernel from a guess. On the
+    CPU device only (the guesses are the same everywhere), checked here as a judging checks its
+    outputs (the problem's checker on every CPU point's input sets, from a fresh secret): no
+    code but the judge's runs, so no harness is started for them."""
     if device.kind != "cpu" or not problem.tests_for("cpu"):
         return []
-    positions = {a.name: i for i, a in enumerate(problem.spec.signature)}
-    guesses = {"all zeros": {positions[a.name]: 0 for a in problem.outputs}}
+    guesses = {"all zeros": dict.fromkeys((a.name for a in problem.outputs), 0)}
     medians, constant = _medians(problem)
     if medians:
-        guesses["a constant"] = {positions[n]: v for n, v in medians.items()}
+        guesses["a constant"] = medians
+    started = time.monotonic()
+    try:
+        refused = _refused(problem, guesses)
+    except ProblemRuntimeError:
+        return []  # the self-tests say so
+    seconds = (time.monotonic() - started) / len(guesses)
     outcomes = []
-    for index, (what, fill) in enumerate(guesses.items()):
-        if pool is not None and index == len(guesses) - 1:
-            pool.ending()
-        # the judge's own guess, in torch whatever languages the problem admits
-        result = JudgingRun(problem, GUESS.format(fill=fill), Admission(get_language("torch")),
-                            device, sandbox, JudgeOptions(timing=False, pool=pool)).run()
-        refused = result.verdict not in (Verdict.AC, Verdict.SE)
-        detail = "" if refused else (
+    for what in guesses:
+        detail = "" if refused[what] else (
             f"accepted: the checker cannot tell {what} from the reference; " + (
                 "the reference's outputs are one value throughout: the problem is degenerate"
                 if constant else
                 "raise what the inputs make of the outputs or tighten the tolerance (an "
-                "absolute tolerance over a reference near zero passes zeros)")
-            if result.verdict is Verdict.AC else result.message)
-        outcomes.append(SelfTestOutcome(Path(f"<{what}>"), Verdict.WA, result.verdict,
-                                        "ok" if refused else "FAIL", detail, result.wall_s))
+                "absolute tolerance over a reference near zero passes zeros)"))
+        outcomes.append(SelfTestOutcome(Path(f"<{what}>"), Verdict.WA,
+                                        Verdict.WA if refused[what] else Verdict.AC,
+                                        "ok" if refused[what] else "FAIL", detail, seconds))
     return outcomes
+
+
+def _refused(problem: Problem, guesses: dict[str, dict[str, float]]) -> dict[str, bool]:
+    """Per guess (output name -> the value every element gets), whether the checker refuses it
+    on some CPU point's input set; the reference computed once for all of them."""
+
+    from checkers import get_checker
+    from judge.judging.reference import derive_seed
+    from judge.judging.stages.check import check_case, set_count
+
+    spec = problem.spec
+    reference, checker = Reference(problem, "cpu"), get_checker(spec.checker.name, problem.path)
+    secret, refused = secrets.randbits(63), dict.fromkeys(guesses, False)
+    for test in problem.tests_for("cpu"):
+        for index in range(set_count(spec, test)):
+            if all(refused.values()):
+                return refused
+            case = reference.case(test, derive_seed(secret, test.name, index))
+            for what, fill in guesses.items():
+                outputs = {name: _filled(out, fill.get(name, 0))
+                           for name, out in case.output_specs.items()}
+                refused[what] = refused[what] or not check_case(spec, checker, outputs,
+                                                                case).passed
+    return refused
+
+
+def _filled(spec: dict, value: float):
+    """An output of `spec` (shape, dtype) holding `value` throughout (0: every bit zero)."""
+    import torch
+
+    dtype = getattr(torch, spec["dtype"])
+    return torch.zeros(spec["shape"], dtype=dtype) if value == 0 else torch.full(
+        spec["shape"], value, dtype=dtype)
 
 
 def thread_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutcome]:

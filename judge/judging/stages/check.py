@@ -17,7 +17,7 @@ from judge.judging.context import STARTUP_GRACE_S, Judging, RunFailure
 from judge.judging.record import TestReport
 from judge.judging.reference import ProblemRuntimeError, TestCase, derive_seed
 from judge.measure import fresh_rounds
-from judge.problem.schema import TestPoint
+from judge.problem.schema import ProblemSpec, TestPoint
 from judge.verdicts import Verdict
 
 # what a test point's record takes over from its checker's report (judge/judging/record.py)
@@ -31,9 +31,8 @@ PARALLEL_CHECK_BYTES = 128 << 10
 
 def cases(j: Judging, test: TestPoint) -> list[TestCase]:
     """The point's input sets (saved where the harnesses load them) and expected outputs."""
-    count = j.spec.timing.input_sets if test.timed else 1
     made = []
-    for index in range(count):
+    for index in range(set_count(j.spec, test)):
         case = j.reference.case(test, derive_seed(j.secret, test.name, index))
         path = j.workdir / "inputs" / test.name / f"{index}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,6 +44,11 @@ def cases(j: Judging, test: TestPoint) -> list[TestCase]:
     if j.device.kind != "cpu":
         torch.cuda.empty_cache()
     return made
+
+
+def set_count(spec: ProblemSpec, test: TestPoint) -> int:
+    """How many input sets a point's correctness is checked on."""
+    return spec.timing.input_sets if test.timed else 1
 
 
 def report(test: TestPoint, verdict: Verdict | None, message: str = "",
@@ -122,8 +126,14 @@ def compare(j: Judging, path: Path, case: TestCase, within: str | None = None) -
     except (OSError, ValueError) as exc:  # missing, a link, truncated, padded
         raise RunFailure(Verdict.WA, f"the outputs were not written back as expected "
                                      f"({exc})") from None
-    tol = j.spec.tolerance
-    signature = j.spec.signature
+    return check_case(j.spec, j.checker, outputs, case)
+
+
+def check_case(spec: ProblemSpec, checker, outputs: dict[str, torch.Tensor],
+               case: TestCase) -> CheckReport:
+    """`outputs` for one input set against its expected ones: the problem's checker, its
+    tolerance and arguments, scaled outputs compared as the values they stand for."""
+    tol, signature = spec.tolerance, spec.signature
 
     def comparable(got: dict, expected: dict) -> tuple[dict, dict]:
         try:
@@ -131,9 +141,9 @@ def compare(j: Judging, path: Path, case: TestCase, within: str | None = None) -
         except ValueError as exc:  # the reference's scales do not fit its own outputs
             raise ProblemRuntimeError(f"the reference's scaled outputs: {exc}") from exc
 
-    return check_outputs(j.checker, outputs, case.expected, case.inputs, rtol=tol.rtol,
+    return check_outputs(checker, outputs, case.expected, case.inputs, rtol=tol.rtol,
                          atol=tol.atol, matched_ratio=tol.matched_ratio, comparable=comparable,
-                         args=j.spec.checker.args)
+                         args=spec.checker.args)
 
 
 def round_seed(j: Judging, test: TestPoint, index: int, slot: int) -> int:
