@@ -162,6 +162,10 @@ def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutc
         refused = _refused(problem, guesses)
     except ProblemRuntimeError:
         return []  # the self-tests say so
+    except Exception as exc:  # the problem's own checker, on an output it never expected
+        return [SelfTestOutcome(Path("<guesses>"), Verdict.WA, None, "FAIL",
+                                f"the checker failed on an answer of zeros or a constant: "
+                                f"{type(exc).__name__}: {exc}")]
     seconds = (time.monotonic() - started) / len(guesses)
     outcomes = []
     for what in guesses:
@@ -180,7 +184,6 @@ def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutc
 def _refused(problem: Problem, guesses: dict[str, dict[str, float]]) -> dict[str, bool]:
     """Per guess (output name -> the value every element gets), whether the checker refuses it
     on some CPU point's input set; the reference computed once for all of them."""
-
     from checkers import get_checker
     from judge.judging.reference import derive_seed
     from judge.judging.stages.check import check_case, set_count
