@@ -9,12 +9,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from checkers import get_checker
 from judge.host.device import DeviceInfo
 from judge.judging.admission import SubmissionRejected
 from judge.judging.pipeline import JudgeOptions, NotRunnable, judge_source
 from judge.judging.record import JudgeResult, TestReport
-from judge.judging.reference import ProblemRuntimeError, Reference
+from judge.judging.reference import ProblemRuntimeError, Reference, derive_seed
 from judge.judging.rules import check_rules
+from judge.judging.stages.check import check_case, set_count
 from judge.judging.warm import ROLES, UNTIMED, SlotPool, startup_env
 from judge.languages import UnknownLanguage, infer_language
 from judge.problem.schema import Problem, self_tests
@@ -184,10 +188,6 @@ def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutc
 def _refused(problem: Problem, guesses: dict[str, dict[str, float]]) -> dict[str, bool]:
     """Per guess (output name -> the value every element gets), whether the checker refuses it
     on some CPU point's input set; the reference computed once for all of them."""
-    from checkers import get_checker
-    from judge.judging.reference import derive_seed
-    from judge.judging.stages.check import check_case, set_count
-
     spec = problem.spec
     reference, checker = Reference(problem, "cpu"), get_checker(spec.checker.name, problem.path)
     secret, refused = secrets.randbits(63), dict.fromkeys(guesses, False)
@@ -204,10 +204,8 @@ def _refused(problem: Problem, guesses: dict[str, dict[str, float]]) -> dict[str
     return refused
 
 
-def _filled(spec: dict, value: float):
+def _filled(spec: dict, value: float) -> torch.Tensor:
     """An output of `spec` (shape, dtype) holding `value` throughout (0: every bit zero)."""
-    import torch
-
     dtype = getattr(torch, spec["dtype"])
     return torch.zeros(spec["shape"], dtype=dtype) if value == 0 else torch.full(
         spec["shape"], value, dtype=dtype)
