@@ -180,3 +180,30 @@ def test_a_checker_takes_its_arguments_from_the_problem(folder, cpu, default_san
     assert "exact takes no argument 'offset'" in builtin and "tolerance only" in builtin
     edit(folder, lambda d: d.update(checker="exact"))  # the short form still loads
     assert load_problem(folder).spec.checker.name == "exact"
+
+
+FRAGILE_CHECKER = '''
+from checkers import allclose
+
+
+def check(out, ref, *, rtol, atol, matched_ratio):
+    """Divides by the output's largest value: an answer of zeros was never foreseen."""
+    scale = 1.0 / float(out.abs().max())
+    return allclose.check(out * scale, ref * scale, rtol=rtol, atol=atol,
+                          matched_ratio=matched_ratio)
+'''
+
+
+def test_validation_guesses_go_through_the_problems_checker(folder, cpu):
+    """The zeros and constant guesses are checked by the problem's own checker, on the judge's
+    side: both refused by vector_add's; a checker that raises on zeros is a FAIL row naming the
+    error, not a crash of `validate`."""
+    from judge.tooling.selftest import strength_outcomes
+
+    outcomes = strength_outcomes(load_problem(folder), cpu)
+    assert [(str(o.path), o.status, o.got.value) for o in outcomes] == [
+        ("<all zeros>", "ok", "WA"), ("<a constant>", "ok", "WA")]
+    (folder / "fragile.py").write_text(FRAGILE_CHECKER)
+    edit(folder, lambda d: d.update(checker="fragile.py"))
+    [failed] = strength_outcomes(load_problem(folder), cpu)
+    assert failed.status == "FAIL" and "ZeroDivisionError" in failed.detail, failed
