@@ -468,7 +468,7 @@ def test_packages_the_format_imports_are_declared_and_checked(tmp_path):
     assert outcomes["<package kjudge_not_a_package>"].status == "FAIL"
 
 
-def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu, default_sandbox):
+def test_the_validator_refuses_a_problem_that_zeros_pass(tmp_path, cpu):
     """KernelBench's own atol (1e-4) over a softmax of 393216 values (~4e-6 each): zeros and a
     constant pass; the importer tightens it, and the validator refuses it put back."""
     from judge.tooling.selftest import strength_outcomes

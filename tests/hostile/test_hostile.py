@@ -14,7 +14,7 @@ Each file under submissions/ starts with comment lines:
   gain: none             with a control: the attack's is the control's kernel, so its speedup
                          must stay within the judge's own spread of the control's (GAIN_NOISE),
                          not only short of a doubling
-  calls: POINT N          the attack acts in one call in a few of POINT's timed calls: a
+  calls: POINT N         the attack acts in one call in a few of POINT's timed calls: a
                          judging that timed fewer than N there gave it no call to act in
                          (a loaded host stops a point after 3 rounds), so its AC says nothing
                          and it is judged again, up to RETRIES_FOR_CALLS times
@@ -73,7 +73,7 @@ def too_few_calls(meta: dict[str, str], result) -> bool:
     if "calls" not in meta or result.verdict is not Verdict.AC:
         return False
     name, need = meta["calls"].split()
-    point = next(t for t in result.tests if t.name == name)
+    point = {t.name: t for t in result.tests}[name]  # a KeyError names a point not there
     return (point.samples or 0) * (point.batch_calls or 0) < int(need)
 
 
