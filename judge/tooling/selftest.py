@@ -157,18 +157,19 @@ def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutc
     code but the judge's runs, so no harness is started for them."""
     if device.kind != "cpu" or not problem.tests_for("cpu"):
         return []
-    guesses = {"all zeros": dict.fromkeys((a.name for a in problem.outputs), 0)}
-    medians, constant = _medians(problem)
-    if medians:
-        guesses["a constant"] = medians
     started = time.monotonic()
     try:
-        refused = _refused(problem, guesses)
+        reference = Reference(problem, "cpu")  # one for the medians and the checks
+        guesses = {"all zeros": dict.fromkeys((a.name for a in problem.outputs), 0)}
+        medians, constant = _medians(problem, reference)
+        if medians:
+            guesses["a constant"] = medians
+        refused = _refused(problem, reference, guesses)
     except ProblemRuntimeError:
         return []  # the self-tests say so
-    except Exception as exc:  # the problem's own checker, on an output it never expected
+    except Exception as exc:  # e.g. the problem's own checker, on an output it never expected
         return [SelfTestOutcome(Path("<guesses>"), Verdict.WA, None, "FAIL",
-                                f"the checker failed on an answer of zeros or a constant: "
+                                f"an answer of zeros or a constant could not be checked: "
                                 f"{type(exc).__name__}: {exc}")]
     seconds = (time.monotonic() - started) / len(guesses)
     outcomes = []
@@ -185,11 +186,12 @@ def strength_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutc
     return outcomes
 
 
-def _refused(problem: Problem, guesses: dict[str, dict[str, float]]) -> dict[str, bool]:
+def _refused(problem: Problem, reference: Reference,
+             guesses: dict[str, dict[str, float]]) -> dict[str, bool]:
     """Per guess (output name -> the value every element gets), whether the checker refuses it
     on some CPU point's input set; the reference computed once for all of them."""
     spec = problem.spec
-    reference, checker = Reference(problem, "cpu"), get_checker(spec.checker.name, problem.path)
+    checker = get_checker(spec.checker.name, problem.path)
     secret, refused = secrets.randbits(63), dict.fromkeys(guesses, False)
     for test in problem.tests_for("cpu"):
         for index in range(set_count(spec, test)):
@@ -226,14 +228,14 @@ def thread_outcomes(problem: Problem, device: DeviceInfo) -> list[SelfTestOutcom
     return [SelfTestOutcome(where, Verdict.AC, None, "FAIL" if why else "ok", why)]
 
 
-def _medians(problem: Problem) -> tuple[dict[str, float], bool]:
+def _medians(problem: Problem, reference: Reference) -> tuple[dict[str, float], bool]:
     """Each output's median on the first sample point, where every output can be filled, and
     whether every output there is one value throughout."""
     if any(a.dtype not in FILLABLE for a in problem.outputs):
         return {}, False
     test = next((t for t in problem.tests_for("cpu") if t.sample), problem.tests_for("cpu")[0])
     try:
-        expected = Reference(problem, "cpu").case(test, seed=1).expected
+        expected = reference.case(test, seed=1).expected
     except ProblemRuntimeError:
         return {}, False  # the self-tests say so
     medians = {}
